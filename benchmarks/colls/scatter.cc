@@ -1,0 +1,29 @@
+// scatter_perf: rank r ends with slice r of the root's buffer.
+// busbw = algbw * (n-1)/n.
+#include "common/coll.h"
+
+namespace chorus_bench {
+namespace {
+
+Layout layout(size_t count, size_t elt, int n) {
+  const size_t slice = alignedSlice(count, elt, n);
+  return {slice * n, slice, slice, 0, slice};
+}
+
+double busFactor(int n) { return static_cast<double>(n - 1) / n; }
+
+ncclResult_t launch(const LaunchArgs& a) {
+  return ncclScatter(a.send, a.recv, a.count, a.type, a.root, a.comm, a.stream);
+}
+
+void expected(const Layout& l, int rank, int, int root, std::vector<Segment>* out) {
+  out->push_back({0, l.paramCount, false, root, rank * l.paramCount});
+}
+
+const CollSpec kSpec{.name = "Scatter", .reduces = false, .rooted = true, .inPlaceChecked = true, .layout = layout,
+                     .busFactor = busFactor, .launch = launch, .expected = expected};
+
+}  // namespace
+}  // namespace chorus_bench
+
+int main(int argc, char** argv) { return chorus_bench::benchMain(argc, argv, chorus_bench::kSpec); }

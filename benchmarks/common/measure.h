@@ -1,0 +1,26 @@
+// Measuring one half (out-of-place or in-place) of one table row on the
+// ranks of one thread.
+#pragma once
+
+#include <vector>
+
+#include "common/context.h"
+
+namespace chorus_bench {
+
+// One launch of the collective on every rank of the thread (times `agg`),
+// grouped when there is more than one, and waited for.
+void launchAll(ThreadRanks& t, const RowConfig& row, bool inPlace, int agg);
+
+// Microseconds per operation over opts.iters timed iterations.
+double timeRow(ThreadRanks& t, const RowConfig& row, bool inPlace);
+
+// Runs opts.checkIters checked launches (fresh inputs, poisoned outputs
+// each time) and returns the wrong elements found on each rank of the thread.
+std::vector<double> checkRow(ThreadRanks& t, const RowConfig& row, bool inPlace);
+
+// Fills every rank's buffers with valid inputs of the configuration, so
+// that timed runs reduce ordinary numbers.
+void fillForTiming(ThreadRanks& t, ncclDataType_t type, BenchOp op);
+
+}  // namespace chorus_bench

@@ -1,0 +1,79 @@
+#include "common/report.h"
+
+#include <cstdio>
+
+namespace chorus_bench {
+namespace {
+
+// Times keep seven columns: fewer decimals as they grow.
+void formatTime(double us, char* out, size_t n) {
+  if (us >= 10000.0)
+    std::snprintf(out, n, "%7.0f", us);
+  else if (us >= 100.0)
+    std::snprintf(out, n, "%7.1f", us);
+  else
+    std::snprintf(out, n, "%7.2f", us);
+}
+
+void formatHalf(const Measurement& m, char* out, size_t n) {
+  char time[32];
+  formatTime(m.timeUs, time, sizeof time);
+  char wrong[32];
+  if (m.wrong < 0)
+    std::snprintf(wrong, sizeof wrong, "%6s", "N/A");
+  else
+    std::snprintf(wrong, sizeof wrong, "%6.0f", m.wrong);
+  std::snprintf(out, n, "  %7s  %6.2f  %6.2f %6s", time, m.algBw, m.busBw, wrong);
+}
+
+}  // namespace
+
+void printPreamble(const Job& job, const std::vector<std::string>& rankLines) {
+  const Options& o = job.opts;
+  int version = 0;
+  ncclGetVersion(&version);
+  std::printf("# %s (Chorus, NCCL API %d)\n", job.spec->name, version);
+  if (o.stepFactor > 1.0)
+    std::printf("# nThread %d nGpus %d minBytes %zu maxBytes %zu step: %g(factor) warmup iters: %d iters: %d "
+                "agg iters: %d validation: %d graph: 0\n",
+                o.nThreads, o.ranksPerThread, o.minBytes, o.maxBytes, o.stepFactor, o.warmupIters, o.iters,
+                o.aggIters, o.checkIters);
+  else
+    std::printf("# nThread %d nGpus %d minBytes %zu maxBytes %zu step: %zu(bytes) warmup iters: %d iters: %d "
+                "agg iters: %d validation: %d graph: 0\n",
+                o.nThreads, o.ranksPerThread, o.minBytes, o.maxBytes, o.stepBytes, o.warmupIters, o.iters,
+                o.aggIters, o.checkIters);
+  std::printf("#\n# Launch: %s, %d process(es), %d rank(s) in total, %s communicators\n", job.world.how,
+              job.world.size, job.nranks, o.blockingInit ? "blocking" : "non-blocking");
+  std::printf("# Using devices\n");
+  for (const std::string& line : rankLines) std::printf("%s\n", line.c_str());
+  std::printf("#\n");
+}
+
+void printTableHeader() {
+  std::printf("#%74s%31s\n", "out-of-place", "in-place");
+  std::printf("#%11s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %6s  %6s %6s\n", "size", "count", "type",
+              "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong");
+  std::printf("#%11s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %6s  %6s %6s\n", "(B)", "(elements)", "", "",
+              "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
+}
+
+void printRow(size_t bytes, size_t count, const RowConfig& row, const CollSpec& spec, const Measurement& oop,
+              const Measurement& inplace) {
+  char a[96];
+  char b[96];
+  formatHalf(oop, a, sizeof a);
+  formatHalf(inplace, b, sizeof b);
+  std::printf("%12zu  %12zu  %8s  %6s  %6d%s%s\n", bytes, count, typeInfo(row.type).name,
+              spec.reduces ? opName(row.op) : "none", spec.rooted ? row.root : -1, a, b);
+  std::fflush(stdout);
+}
+
+void printSummary(double wrongTotal, double avgBusBw) {
+  std::printf("# Out of bounds values : %.0f %s\n", wrongTotal, wrongTotal > 0 ? "FAILED" : "OK");
+  std::printf("# Avg bus bandwidth    : %g \n", avgBusBw);
+  std::printf("#\n");
+  std::fflush(stdout);
+}
+
+}  // namespace chorus_bench

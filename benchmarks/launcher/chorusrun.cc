@@ -1,0 +1,196 @@
+// chorusrun: start N copies of a program as the processes of one Chorus job
+// on this machine, without MPI.
+//
+//   chorusrun -n N [--port P] [--] program [args...]
+//
+// Each child gets NCCL_COMM_ID=127.0.0.1:<port> (a free loopback port unless
+// --port is given), CHORUS_RANK=i and CHORUS_WORLD_SIZE=N, which is all the
+// benchmark tools (and any program using ncclGetUniqueId with NCCL_COMM_ID)
+// need to form one communicator. Signals sent to chorusrun are forwarded to
+// the children. If a child fails, the others are terminated (SIGTERM, then
+// SIGKILL after a grace period) and chorusrun exits with the first failure's
+// status (128 + signal number for a child killed by a signal).
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+constexpr int kMaxProcs = 4096;
+constexpr auto kGrace = std::chrono::seconds(5);
+
+// Children, readable from the signal handler.
+pid_t gChildren[kMaxProcs];
+volatile sig_atomic_t gChildCount = 0;
+volatile sig_atomic_t gSignal = 0;
+
+void forwardSignal(int sig) {
+  gSignal = sig;
+  for (int i = 0; i < gChildCount; ++i)
+    if (gChildren[i] > 0) kill(-gChildren[i], sig);  // each child leads its own process group
+}
+
+void installForwarding() {
+  struct sigaction sa {};
+  sa.sa_handler = forwardSignal;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) sigaction(sig, &sa, nullptr);
+}
+
+void usage(FILE* out) {
+  std::fprintf(out,
+               "Usage: chorusrun -n N [--port P] [--] program [args...]\n"
+               "  Starts N processes of one job on this machine. Each gets\n"
+               "  NCCL_COMM_ID=127.0.0.1:<port>, CHORUS_RANK and CHORUS_WORLD_SIZE.\n"
+               "  Exits non-zero (and stops the others) when any process fails.\n");
+}
+
+// A loopback port nobody listens on right now. Another program could take
+// it before rank 0 binds it; the window is short enough for a launcher.
+int pickFreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof addr;
+  int port = -1;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
+    port = ntohs(addr.sin_port);
+  close(fd);
+  return port;
+}
+
+struct Args {
+  int nprocs = 0;
+  int port = 0;
+  int first = 0;  // index in argv of the program
+};
+
+bool parseArgs(int argc, char** argv, Args* a) {
+  int i = 1;
+  for (; i < argc; ++i) {
+    const std::string s = argv[i];
+    if (s == "--") {
+      ++i;
+      break;
+    }
+    if ((s == "-n" || s == "-np" || s == "--np") && i + 1 < argc) {
+      a->nprocs = std::atoi(argv[++i]);
+    } else if (s == "--port" && i + 1 < argc) {
+      a->port = std::atoi(argv[++i]);
+    } else if (s == "-h" || s == "--help") {
+      usage(stdout);
+      std::exit(0);
+    } else if (!s.empty() && s[0] == '-') {
+      std::fprintf(stderr, "chorusrun: unknown option %s\n", s.c_str());
+      return false;
+    } else {
+      break;
+    }
+  }
+  a->first = i;
+  if (a->nprocs < 1 || a->nprocs > kMaxProcs || i >= argc || a->port < 0 || a->port > 65535) return false;
+  return true;
+}
+
+[[noreturn]] void execChild(const Args& a, int rank, const std::string& commId, char** argv) {
+  setpgid(0, 0);
+  setenv("NCCL_COMM_ID", commId.c_str(), 1);
+  setenv("CHORUS_RANK", std::to_string(rank).c_str(), 1);
+  setenv("CHORUS_WORLD_SIZE", std::to_string(a.nprocs).c_str(), 1);
+  execvp(argv[a.first], argv + a.first);
+  std::fprintf(stderr, "chorusrun: cannot run %s: %s\n", argv[a.first], std::strerror(errno));
+  std::_Exit(127);
+}
+
+int statusCode(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+void signalAll(int sig) {
+  for (int i = 0; i < gChildCount; ++i)
+    if (gChildren[i] > 0) kill(-gChildren[i], sig);
+}
+
+// Reaps children until none is left; returns the first failure's code.
+int reap(int nprocs) {
+  int alive = nprocs;
+  int firstFailure = 0;
+  bool stopping = false;
+  auto deadline = std::chrono::steady_clock::now();
+  while (alive > 0) {
+    int status = 0;
+    const pid_t pid = waitpid(-1, &status, WNOHANG);
+    if (pid < 0 && errno != EINTR) break;
+    if (pid <= 0) {
+      if (stopping && std::chrono::steady_clock::now() > deadline) signalAll(SIGKILL);
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      continue;
+    }
+    --alive;
+    for (int i = 0; i < nprocs; ++i)
+      if (gChildren[i] == pid) {
+        if (statusCode(status) != 0 && firstFailure == 0 && !stopping)
+          std::fprintf(stderr, "chorusrun: rank %d (pid %d) failed with status %d; stopping the others\n", i,
+                       static_cast<int>(pid), statusCode(status));
+        gChildren[i] = -1;
+      }
+    if (statusCode(status) != 0 && firstFailure == 0) firstFailure = statusCode(status);
+    if (firstFailure != 0 && !stopping) {
+      stopping = true;
+      deadline = std::chrono::steady_clock::now() + kGrace;
+      signalAll(SIGTERM);
+    }
+  }
+  return firstFailure;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args a;
+  if (!parseArgs(argc, argv, &a)) {
+    usage(stderr);
+    return 2;
+  }
+  const int port = a.port ? a.port : pickFreePort();
+  if (port <= 0) {
+    std::fprintf(stderr, "chorusrun: cannot find a free loopback port: %s\n", std::strerror(errno));
+    return 1;
+  }
+  const std::string commId = "127.0.0.1:" + std::to_string(port);
+  installForwarding();
+  for (int rank = 0; rank < a.nprocs; ++rank) {
+    const pid_t pid = fork();
+    if (pid < 0) {
+      std::fprintf(stderr, "chorusrun: fork failed: %s\n", std::strerror(errno));
+      signalAll(SIGTERM);
+      reap(rank);
+      return 1;
+    }
+    if (pid == 0) execChild(a, rank, commId, argv);
+    setpgid(pid, pid);  // also from the parent, so forwarding never races the child's own call
+    gChildren[rank] = pid;
+    gChildCount = rank + 1;
+  }
+  const int code = reap(a.nprocs);
+  if (code != 0) return code;
+  return gSignal ? 128 + gSignal : 0;
+}

@@ -1,0 +1,161 @@
+// Collective and point-to-point entry points: validate, describe the call as
+// a Task, hand it to the group layer.
+#include "api/arg_checks.h"
+#include "api/export.h"
+#include "core/comm.h"
+#include "core/comm_query.h"
+#include "core/result.h"
+#include "enqueue/group.h"
+
+using namespace chorus;
+
+namespace {
+
+// Common checks; resolves the reduction operator (or a plain copy spec).
+ncclResult_t prepare(Task* t, const char* fn, bool reduces, ncclRedOp_t op) {
+  CHORUS_CHECK(checkComm(t->comm, fn));
+  CHORUS_CHECK(checkDatatype(t->dtype, fn));
+  if (reduces) {
+    CHORUS_CHECK(t->comm->redops.resolve(op, t->dtype, t->comm->id.nranks, &t->spec));
+  } else {
+    t->spec.type = t->dtype;
+    t->spec.kind = ReduceKind::Sum;
+  }
+  return ncclSuccess;
+}
+
+// Runs one call; errors inside a group also fail the group's ncclGroupEnd.
+ncclResult_t submit(Task& t, const char* fn, bool reduces, ncclRedOp_t op,
+                    ncclResult_t (*extra)(const Task&, const char*)) {
+  ncclResult_t res = prepare(&t, fn, reduces, op);
+  if (res == ncclSuccess && extra) res = extra(t, fn);
+  if (res == ncclSuccess) res = enqueueTask(t);
+  if (res != ncclSuccess) groupRecordError(res);
+  return res;
+}
+
+ncclResult_t buffersBoth(const Task& t, const char* fn) {
+  const int n = t.comm->id.nranks;
+  const bool blocked = t.type == CollType::AllGather || t.type == CollType::AlltoAll;
+  const bool sendBlocked = t.type == CollType::ReduceScatter || t.type == CollType::AlltoAll;
+  CHORUS_CHECK(checkBuffer(t.sendbuff, sendBlocked ? t.count * n : t.count, fn, "sendbuff"));
+  return checkBuffer(t.recvbuff, blocked ? t.count * n : t.count, fn, "recvbuff");
+}
+
+ncclResult_t rootedBuffers(const Task& t, const char* fn) {
+  const int n = t.comm->id.nranks;
+  CHORUS_CHECK(checkRoot(t.root, n, fn));
+  const bool atRoot = t.comm->id.rank == t.root;
+  switch (t.type) {
+    case CollType::Broadcast:
+      if (atRoot) CHORUS_CHECK(checkBuffer(t.sendbuff, t.count, fn, "sendbuff"));
+      return checkBuffer(t.recvbuff, t.count, fn, "recvbuff");
+    case CollType::Reduce:
+      CHORUS_CHECK(checkBuffer(t.sendbuff, t.count, fn, "sendbuff"));
+      return atRoot ? checkBuffer(t.recvbuff, t.count, fn, "recvbuff") : ncclSuccess;
+    case CollType::Gather:
+      CHORUS_CHECK(checkBuffer(t.sendbuff, t.count, fn, "sendbuff"));
+      return atRoot ? checkBuffer(t.recvbuff, t.count * n, fn, "recvbuff") : ncclSuccess;
+    case CollType::Scatter:
+      if (atRoot) CHORUS_CHECK(checkBuffer(t.sendbuff, t.count * n, fn, "sendbuff"));
+      return checkBuffer(t.recvbuff, t.count, fn, "recvbuff");
+    default: return ncclSuccess;
+  }
+}
+
+ncclResult_t peerBuffer(const Task& t, const char* fn) {
+  CHORUS_CHECK(checkRoot(t.root, t.comm->id.nranks, fn, "peer"));
+  return checkBuffer(t.type == CollType::Send ? t.sendbuff : t.recvbuff, t.count, fn,
+                     t.type == CollType::Send ? "sendbuff" : "recvbuff");
+}
+
+Task makeTask(CollType type, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t dt, int root,
+              ncclComm_t comm) {
+  Task t;
+  t.type = type;
+  t.sendbuff = sendbuff;
+  t.recvbuff = recvbuff;
+  t.count = count;
+  t.dtype = dt;
+  t.root = root;
+  t.comm = comm;
+  return t;
+}
+
+}  // namespace
+
+CHORUS_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                                         ncclRedOp_t op, ncclComm_t comm, cudaStream_t) {
+  Task t = makeTask(CollType::AllReduce, sendbuff, recvbuff, count, datatype, 0, comm);
+  return submit(t, "ncclAllReduce", true, op, buffersBoth);
+}
+CHORUS_EXPORT_ALIAS(ncclAllReduce)
+
+CHORUS_EXPORT ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                             ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t) {
+  Task t = makeTask(CollType::ReduceScatter, sendbuff, recvbuff, recvcount, datatype, 0, comm);
+  return submit(t, "ncclReduceScatter", true, op, buffersBoth);
+}
+CHORUS_EXPORT_ALIAS(ncclReduceScatter)
+
+CHORUS_EXPORT ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                                         ncclDataType_t datatype, ncclComm_t comm, cudaStream_t) {
+  Task t = makeTask(CollType::AllGather, sendbuff, recvbuff, sendcount, datatype, 0, comm);
+  return submit(t, "ncclAllGather", false, ncclSum, buffersBoth);
+}
+CHORUS_EXPORT_ALIAS(ncclAllGather)
+
+CHORUS_EXPORT ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                                        ncclComm_t comm, cudaStream_t) {
+  Task t = makeTask(CollType::AlltoAll, sendbuff, recvbuff, count, datatype, 0, comm);
+  return submit(t, "ncclAlltoAll", false, ncclSum, buffersBoth);
+}
+CHORUS_EXPORT_ALIAS(ncclAlltoAll)
+
+CHORUS_EXPORT ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                                      ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t) {
+  Task t = makeTask(CollType::Reduce, sendbuff, recvbuff, count, datatype, root, comm);
+  return submit(t, "ncclReduce", true, op, rootedBuffers);
+}
+CHORUS_EXPORT_ALIAS(ncclReduce)
+
+CHORUS_EXPORT ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                                         int root, ncclComm_t comm, cudaStream_t) {
+  Task t = makeTask(CollType::Broadcast, sendbuff, recvbuff, count, datatype, root, comm);
+  return submit(t, "ncclBroadcast", false, ncclSum, rootedBuffers);
+}
+CHORUS_EXPORT_ALIAS(ncclBroadcast)
+
+CHORUS_EXPORT ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
+                                     cudaStream_t stream) {
+  return ncclBroadcast(buff, buff, count, datatype, root, comm, stream);
+}
+CHORUS_EXPORT_ALIAS(ncclBcast)
+
+CHORUS_EXPORT ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                                      int root, ncclComm_t comm, cudaStream_t) {
+  Task t = makeTask(CollType::Gather, sendbuff, recvbuff, count, datatype, root, comm);
+  return submit(t, "ncclGather", false, ncclSum, rootedBuffers);
+}
+CHORUS_EXPORT_ALIAS(ncclGather)
+
+CHORUS_EXPORT ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                                       int root, ncclComm_t comm, cudaStream_t) {
+  Task t = makeTask(CollType::Scatter, sendbuff, recvbuff, count, datatype, root, comm);
+  return submit(t, "ncclScatter", false, ncclSum, rootedBuffers);
+}
+CHORUS_EXPORT_ALIAS(ncclScatter)
+
+CHORUS_EXPORT ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
+                                    ncclComm_t comm, cudaStream_t) {
+  Task t = makeTask(CollType::Send, sendbuff, nullptr, count, datatype, peer, comm);
+  return submit(t, "ncclSend", false, ncclSum, peerBuffer);
+}
+CHORUS_EXPORT_ALIAS(ncclSend)
+
+CHORUS_EXPORT ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
+                                    cudaStream_t) {
+  Task t = makeTask(CollType::Recv, nullptr, recvbuff, count, datatype, peer, comm);
+  return submit(t, "ncclRecv", false, ncclSum, peerBuffer);
+}
+CHORUS_EXPORT_ALIAS(ncclRecv)

@@ -1,0 +1,168 @@
+// Library-level entry points: version, errors, logging, groups, memory,
+// buffer registration and custom reduction operators.
+#include <unistd.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <unordered_set>
+
+#include "api/arg_checks.h"
+#include "api/export.h"
+#include "core/comm.h"
+#include "core/comm_query.h"
+#include "core/log.h"
+#include "core/result.h"
+#include "enqueue/group.h"
+
+using namespace chorus;
+
+namespace {
+
+// Allocations made by ncclMemAlloc, so ncclMemFree can reject foreign pointers.
+class HostAllocationRegistry {
+ public:
+  static HostAllocationRegistry& instance() {
+    static HostAllocationRegistry r;
+    return r;
+  }
+  void add(void* p) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    live_.insert(p);
+  }
+  bool remove(void* p) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return live_.erase(p) == 1;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::unordered_set<void*> live_;
+};
+
+}  // namespace
+
+CHORUS_EXPORT ncclResult_t ncclGetVersion(int* version) {
+  CHORUS_CHECK(checkPtr(version, "ncclGetVersion", "version"));
+  *version = NCCL_VERSION_CODE;
+  return ncclSuccess;
+}
+CHORUS_EXPORT_ALIAS(ncclGetVersion)
+
+CHORUS_EXPORT const char* ncclGetErrorString(ncclResult_t result) {
+  switch (result) {
+    case ncclSuccess: return "no error";
+    case ncclUnhandledCudaError: return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
+    case ncclSystemError: return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
+    case ncclInternalError: return "internal error - please report this issue to the Chorus developers";
+    case ncclInvalidArgument: return "invalid argument (run with NCCL_DEBUG=WARN for details)";
+    case ncclInvalidUsage: return "invalid usage (run with NCCL_DEBUG=WARN for details)";
+    case ncclRemoteError: return "remote process exited or there was a network error";
+    case ncclInProgress: return "NCCL operation in progress";
+    default: return "unknown result code";
+  }
+}
+CHORUS_EXPORT_ALIAS(ncclGetErrorString)
+
+CHORUS_EXPORT const char* ncclGetLastError(ncclComm_t comm) {
+  const char* msg = lastErrorMessage();
+  if (msg[0] == '\0' && comm != nullptr && CommRegistry::instance().contains(comm)) {
+    std::lock_guard<std::mutex> lock(comm->errorMutex);
+    thread_local std::string copy;
+    copy = comm->errorMessage;
+    return copy.c_str();
+  }
+  return msg;
+}
+CHORUS_EXPORT_ALIAS(ncclGetLastError)
+
+CHORUS_EXPORT void ncclResetDebugInit() { logReset(); }
+CHORUS_EXPORT void pncclResetDebugInit() { logReset(); }
+
+CHORUS_EXPORT ncclResult_t ncclGroupStart() { return groupStart(); }
+CHORUS_EXPORT_ALIAS(ncclGroupStart)
+
+CHORUS_EXPORT ncclResult_t ncclGroupEnd() { return groupEnd(); }
+CHORUS_EXPORT_ALIAS(ncclGroupEnd)
+
+CHORUS_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
+  CHORUS_CHECK(checkPtr(simInfo, "ncclGroupSimulateEnd", "simInfo"));
+  if (simInfo->magic != 0x74685283u)
+    return fail(ncclInvalidArgument, "ncclGroupSimulateEnd: simInfo not initialized with NCCL_SIM_INFO_INITIALIZER");
+  float us = 0;
+  CHORUS_CHECK(groupSimulateEnd(&us));
+  simInfo->estimatedTime = us;
+  return ncclSuccess;
+}
+CHORUS_EXPORT_ALIAS(ncclGroupSimulateEnd)
+
+CHORUS_EXPORT ncclResult_t ncclMemAlloc(void** ptr, size_t size) {
+  CHORUS_CHECK(checkPtr(ptr, "ncclMemAlloc", "ptr"));
+  if (size == 0) return fail(ncclInvalidArgument, "ncclMemAlloc: size is 0");
+  // Host mode: page-aligned host memory (the GPU build will allocate device memory).
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  void* p = nullptr;
+  if (posix_memalign(&p, page, (size + page - 1) / page * page) != 0)
+    return fail(ncclSystemError, "ncclMemAlloc: cannot allocate %zu bytes", size);
+  HostAllocationRegistry::instance().add(p);
+  *ptr = p;
+  return ncclSuccess;
+}
+CHORUS_EXPORT_ALIAS(ncclMemAlloc)
+
+CHORUS_EXPORT ncclResult_t ncclMemFree(void* ptr) {
+  if (ptr == nullptr) return ncclSuccess;
+  if (!HostAllocationRegistry::instance().remove(ptr))
+    return fail(ncclInvalidArgument, "ncclMemFree: %p was not allocated by ncclMemAlloc", ptr);
+  std::free(ptr);
+  return ncclSuccess;
+}
+CHORUS_EXPORT_ALIAS(ncclMemFree)
+
+CHORUS_EXPORT ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t size, void** handle) {
+  CHORUS_CHECK(checkComm(comm, "ncclCommRegister"));
+  CHORUS_CHECK(checkPtr(handle, "ncclCommRegister", "handle"));
+  CHORUS_CHECK(checkBuffer(buff, size, "ncclCommRegister", "buff"));
+  return comm->registrations.add(buff, size, handle);
+}
+CHORUS_EXPORT_ALIAS(ncclCommRegister)
+
+CHORUS_EXPORT ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* handle) {
+  CHORUS_CHECK(checkComm(comm, "ncclCommDeregister"));
+  return comm->registrations.remove(handle);
+}
+CHORUS_EXPORT_ALIAS(ncclCommDeregister)
+
+CHORUS_EXPORT ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,
+                                                  int winFlags) {
+  CHORUS_CHECK(checkComm(comm, "ncclCommWindowRegister"));
+  CHORUS_CHECK(checkPtr(win, "ncclCommWindowRegister", "win"));
+  CHORUS_CHECK(checkBuffer(buff, size, "ncclCommWindowRegister", "buff"));
+  if (winFlags & ~NCCL_WIN_COLL_SYMMETRIC)
+    return fail(ncclInvalidArgument, "ncclCommWindowRegister: unknown winFlags 0x%x", winFlags);
+  if ((winFlags & NCCL_WIN_COLL_SYMMETRIC) && reinterpret_cast<uintptr_t>(buff) % NCCL_WIN_REQUIRED_ALIGNMENT != 0)
+    return fail(ncclInvalidArgument, "ncclCommWindowRegister: symmetric windows must be %d-byte aligned",
+                NCCL_WIN_REQUIRED_ALIGNMENT);
+  return comm->registrations.addWindow(comm, buff, size, winFlags, win);
+}
+CHORUS_EXPORT_ALIAS(ncclCommWindowRegister)
+
+CHORUS_EXPORT ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
+  CHORUS_CHECK(checkComm(comm, "ncclCommWindowDeregister"));
+  return comm->registrations.removeWindow(win);
+}
+CHORUS_EXPORT_ALIAS(ncclCommWindowDeregister)
+
+CHORUS_EXPORT ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
+                                                    ncclScalarResidence_t residence, ncclComm_t comm) {
+  CHORUS_CHECK(checkComm(comm, "ncclRedOpCreatePreMulSum"));
+  CHORUS_CHECK(checkPtr(op, "ncclRedOpCreatePreMulSum", "op"));
+  CHORUS_CHECK(checkDatatype(datatype, "ncclRedOpCreatePreMulSum"));
+  return comm->redops.create(datatype, scalar, residence, op);
+}
+CHORUS_EXPORT_ALIAS(ncclRedOpCreatePreMulSum)
+
+CHORUS_EXPORT ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
+  CHORUS_CHECK(checkComm(comm, "ncclRedOpDestroy"));
+  return comm->redops.destroy(op);
+}
+CHORUS_EXPORT_ALIAS(ncclRedOpDestroy)

@@ -1,0 +1,142 @@
+#include "bootstrap/bootstrap.h"
+
+#include <cstring>
+
+#include "core/result.h"
+
+namespace chorus {
+
+Bootstrap::Bootstrap(std::shared_ptr<Store> store, std::string prefix, int rank, int nranks)
+    : store_(std::move(store)), prefix_(std::move(prefix)), rank_(rank), nranks_(nranks) {}
+
+uint64_t Bootstrap::nextEpoch() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return epoch_++;
+}
+
+std::string Bootstrap::epochKey(uint64_t epoch, const std::string& rest) const {
+  return prefix_ + "e" + std::to_string(epoch) + "/" + rest;
+}
+
+// The tag is length-prefixed and the key ends in ';', so no key is a prefix of
+// another and erasePrefix(key) removes exactly that message.
+std::string Bootstrap::p2pKey(int src, int dst, const std::string& tag, uint64_t seq) const {
+  return prefix_ + "p/" + std::to_string(src) + "-" + std::to_string(dst) + "/" + std::to_string(tag.size()) + ":" +
+         tag + "/" + std::to_string(seq) + ";";
+}
+
+ncclResult_t Bootstrap::checkPeer(int peer, const char* what) const {
+  if (rank_ < 0 || rank_ >= nranks_)
+    return fail(ncclInvalidUsage, "bootstrap: %s on rank %d of %d", what, rank_, nranks_);
+  if (peer < 0 || peer >= nranks_)
+    return fail(ncclInvalidArgument, "bootstrap: %s with peer %d outside [0, %d)", what, peer, nranks_);
+  return ncclSuccess;
+}
+
+ncclResult_t Bootstrap::allGather(const void* mine, size_t bytes, void* all, const WaitBound& bound) {
+  CHORUS_CHECK(checkPeer(rank_, "allGather"));
+  uint64_t epoch = nextEpoch();
+  auto* out = static_cast<uint8_t*>(all);
+  const auto* in = static_cast<const uint8_t*>(mine);
+  std::vector<uint8_t> own(in, in + bytes);
+  if (nranks_ > 1) {
+    CHORUS_CHECK(store_->set(epochKey(epoch, "ag/" + std::to_string(rank_)), own));
+    std::vector<std::string> keys;
+    std::vector<int> from;
+    for (int r = 0; r < nranks_; ++r) {
+      if (r == rank_) continue;
+      keys.push_back(epochKey(epoch, "ag/" + std::to_string(r)));
+      from.push_back(r);
+    }
+    std::vector<std::vector<uint8_t>> vals;
+    CHORUS_CHECK(store_->get(keys, &vals, bound));
+    for (size_t i = 0; i < vals.size(); ++i) {
+      if (vals[i].size() != bytes)
+        return fail(ncclInvalidUsage, "bootstrap: allGather: rank %d contributed %zu bytes, rank %d expected %zu",
+                    from[i], vals[i].size(), rank_, bytes);
+      if (bytes != 0) memcpy(out + static_cast<size_t>(from[i]) * bytes, vals[i].data(), bytes);
+    }
+  }
+  if (bytes != 0) memcpy(out + static_cast<size_t>(rank_) * bytes, own.data(), bytes);
+  return ncclSuccess;
+}
+
+ncclResult_t Bootstrap::barrier(const WaitBound& bound) {
+  CHORUS_CHECK(checkPeer(rank_, "barrier"));
+  uint64_t epoch = nextEpoch();
+  if (nranks_ == 1) return ncclSuccess;
+  const std::string countKey = epochKey(epoch, "bar/count");
+  int64_t arrived = 0;
+  CHORUS_CHECK(store_->add(countKey, 1, &arrived));
+  if (arrived > nranks_)
+    return fail(ncclInternalError,
+                "bootstrap: barrier %llu counted %lld arrivals for %d ranks (did ranks call collectives in "
+                "different orders?)",
+                static_cast<unsigned long long>(epoch), static_cast<long long>(arrived), nranks_);
+  if (arrived == nranks_) CHORUS_CHECK(store_->set(epochKey(epoch, "bar/done"), {}));
+  std::vector<std::vector<uint8_t>> vals;
+  ncclResult_t res = store_->get({epochKey(epoch, "bar/done")}, &vals, bound);
+  if (res != ncclSuccess) {
+    // Say how many made it: that tells a hung rank from a dead store.
+    int64_t now = 0;
+    if (store_->add(countKey, 0, &now) == ncclSuccess)
+      CHORUS_WARN(kLogBootstrap, "bootstrap: barrier %llu on rank %d: %lld of %d ranks had arrived",
+                  static_cast<unsigned long long>(epoch), rank_, static_cast<long long>(now), nranks_);
+    return res;
+  }
+  if (rank_ == 0) CHORUS_CHECK(eraseBefore(epoch));
+  return ncclSuccess;
+}
+
+ncclResult_t Bootstrap::eraseBefore(uint64_t epoch) {
+  uint64_t from = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    from = erasedBelow_;
+    erasedBelow_ = epoch;
+  }
+  for (uint64_t e = from; e < epoch; ++e) CHORUS_CHECK(store_->erasePrefix(prefix_ + "e" + std::to_string(e) + "/"));
+  return ncclSuccess;
+}
+
+ncclResult_t Bootstrap::broadcast(void* data, size_t bytes, int root, const WaitBound& bound) {
+  CHORUS_CHECK(checkPeer(root, "broadcast"));
+  uint64_t epoch = nextEpoch();
+  if (nranks_ == 1) return ncclSuccess;
+  const std::string key = epochKey(epoch, "bc/" + std::to_string(root));
+  auto* p = static_cast<uint8_t*>(data);
+  if (rank_ == root) return store_->set(key, std::vector<uint8_t>(p, p + bytes));
+  std::vector<std::vector<uint8_t>> vals;
+  CHORUS_CHECK(store_->get({key}, &vals, bound));
+  if (vals[0].size() != bytes)
+    return fail(ncclInvalidUsage, "bootstrap: broadcast: root %d sent %zu bytes, rank %d expected %zu", root,
+                vals[0].size(), rank_, bytes);
+  if (bytes != 0) memcpy(p, vals[0].data(), bytes);
+  return ncclSuccess;
+}
+
+ncclResult_t Bootstrap::send(int peer, const std::string& tag, std::vector<uint8_t> data) {
+  CHORUS_CHECK(checkPeer(peer, "send"));
+  uint64_t seq = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    seq = sendSeq_[{peer, tag}]++;
+  }
+  return store_->set(p2pKey(rank_, peer, tag, seq), std::move(data));
+}
+
+ncclResult_t Bootstrap::recv(int peer, const std::string& tag, std::vector<uint8_t>* data, const WaitBound& bound) {
+  CHORUS_CHECK(checkPeer(peer, "recv"));
+  uint64_t seq = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    seq = recvSeq_[{peer, tag}]++;
+  }
+  const std::string key = p2pKey(peer, rank_, tag, seq);
+  std::vector<std::vector<uint8_t>> vals;
+  CHORUS_CHECK(store_->get({key}, &vals, bound));
+  *data = std::move(vals[0]);
+  return store_->erasePrefix(key);
+}
+
+}  // namespace chorus

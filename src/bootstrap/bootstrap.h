@@ -1,0 +1,65 @@
+// Collective helpers over a store for one communicator's ranks: allGather,
+// barrier, broadcast, and tagged point-to-point messages for transport setup.
+//
+// Keys live under the communicator's `prefix`:
+//   <prefix>e<epoch>/ag/<rank>        allGather contributions
+//   <prefix>e<epoch>/bar/count|done   barrier counter and release flag
+//   <prefix>e<epoch>/bc/<root>        broadcast payload
+//   <prefix>p/<src>-<dst>/<taglen>:<tag>/<seq>;   point-to-point messages
+// Every collective takes a fresh epoch, so repeated calls never collide; all
+// ranks must therefore call the collectives in the same order, and one at a
+// time per rank (send/recv may run concurrently with them, from any thread).
+//
+// Garbage: a receiver erases a point-to-point key once read. Collective keys
+// are erased by rank 0 after a barrier: when barrier epoch b completes every
+// rank has left every earlier collective, so epochs below b are dead. Barrier
+// cost is O(nranks) store operations (a counter), not an allGather.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "bootstrap/store.h"
+
+namespace chorus {
+
+class Bootstrap {
+ public:
+  Bootstrap(std::shared_ptr<Store> store, std::string prefix, int rank, int nranks);
+
+  // all = nranks*bytes, rank order; `mine` may alias all + rank*bytes.
+  ncclResult_t allGather(const void* mine, size_t bytes, void* all, const WaitBound& bound);
+  ncclResult_t barrier(const WaitBound& bound);
+  // `data` holds `bytes` at the root and receives them elsewhere.
+  ncclResult_t broadcast(void* data, size_t bytes, int root, const WaitBound& bound);
+  // Point-to-point small messages (tag distinguishes concurrent exchanges), used for transport setup.
+  ncclResult_t send(int peer, const std::string& tag, std::vector<uint8_t> data);
+  ncclResult_t recv(int peer, const std::string& tag, std::vector<uint8_t>* data, const WaitBound& bound);
+
+  std::shared_ptr<Store> store() const { return store_; }
+  const std::string& prefix() const { return prefix_; }
+  int rank() const { return rank_; }
+  int nranks() const { return nranks_; }
+
+ private:
+  uint64_t nextEpoch();
+  std::string epochKey(uint64_t epoch, const std::string& rest) const;
+  std::string p2pKey(int src, int dst, const std::string& tag, uint64_t seq) const;
+  ncclResult_t checkPeer(int peer, const char* what) const;
+  ncclResult_t eraseBefore(uint64_t epoch);
+
+  const std::shared_ptr<Store> store_;
+  const std::string prefix_;
+  const int rank_;
+  const int nranks_;
+  std::mutex mu_;  // guards the counters below
+  uint64_t epoch_ = 0;
+  uint64_t erasedBelow_ = 0;
+  std::map<std::pair<int, std::string>, uint64_t> sendSeq_, recvSeq_;
+};
+
+}  // namespace chorus

@@ -1,0 +1,99 @@
+// The store server: one thread, poll() over non-blocking sockets, serving the
+// data of a MemStore to remote ranks. A get whose keys are not there yet is
+// parked as a MemStore watch; when the keys arrive (from a remote set or from an
+// in-process user of the same MemStore) the watch posts the values to the
+// server's mailbox and a byte on a pipe wakes poll() to send the reply.
+//
+// Connections that do not behave (no valid hello in time, wrong secret, garbage,
+// oversized frames, a half-sent frame that stalls) are logged at WARN and
+// closed; nothing a client sends can stop the server or disturb other clients.
+//
+// The server counts its clients: authenticated TCP connections plus in-process
+// handles from attachLocal(). Once it has had a client and the count drops back
+// to zero it stops listening and its thread ends.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "bootstrap/mem_store.h"
+#include "bootstrap/socket.h"
+#include "bootstrap/wire.h"
+
+namespace chorus {
+
+class TcpStoreServer {
+ public:
+  struct Options {
+    int64_t stallMs = 5000;  // hello deadline and half-frame stall limit
+    uint32_t maxFrameBytes = wire::kMaxFrameBytes;
+  };
+
+  // Listens on `addr` (port 0: ephemeral) and starts the serving thread.
+  static ncclResult_t start(const SockAddr& addr, const wire::Secret& secret, const Options& opts,
+                            std::shared_ptr<TcpStoreServer>* out);
+  ~TcpStoreServer();
+  TcpStoreServer(const TcpStoreServer&) = delete;
+  TcpStoreServer& operator=(const TcpStoreServer&) = delete;
+
+  const SockAddr& address() const { return addr_; }
+  // A Store over the served data for ranks in this process, counted as a client
+  // until it is destroyed. nullptr once the server has begun shutting down.
+  std::shared_ptr<Store> attachLocal(const std::shared_ptr<TcpStoreServer>& self);
+  // Stops serving now (process teardown, tests); in-process handles keep working.
+  void stop();
+  bool finished() const { return finished_.load(std::memory_order_acquire); }
+  uint64_t refusedConnections() const { return refused_.load(std::memory_order_relaxed); }
+  int tcpClients() const;
+  MemStore& data() { return *data_; }
+
+ private:
+  struct Conn;
+  struct Mailbox;
+  class LocalHandle;
+
+  TcpStoreServer(const wire::Secret& secret, const Options& opts);
+  void run();
+  int pollTimeoutMs(Clock::time_point now) const;
+  void acceptAll();
+  void readFrom(Conn& c);
+  void parseFrames(Conn& c);
+  void handleFrame(Conn& c, const uint8_t* p, size_t n);
+  void handleHello(Conn& c, uint8_t op, uint32_t req, wire::Reader& r);
+  void handleGet(Conn& c, uint32_t req, wire::Reader& r);
+  void handleCancel(Conn& c, wire::Reader& r);
+  void reply(Conn& c, std::vector<uint8_t> frame);
+  void flush(Conn& c);
+  void refuse(Conn& c, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
+  void deliverReady();
+  void checkStalls(Clock::time_point now);
+  void reapDead();
+  bool shouldExit();
+  void releaseLocal();
+
+  SockAddr addr_;
+  const wire::Secret secret_;
+  const Options opts_;
+  const pid_t pid_;
+  ForkClosedFd listenFd_;
+  std::shared_ptr<Mailbox> mailbox_;
+  std::shared_ptr<MemStore> data_;
+  std::unique_ptr<std::thread> thread_;
+  std::map<uint64_t, std::unique_ptr<Conn>> conns_;  // server thread only
+  uint64_t nextConn_ = 1;
+
+  mutable std::mutex mu_;  // guards the client counts below
+  int localClients_ = 0;
+  int tcpClients_ = 0;
+  bool hadClients_ = false;
+  bool closing_ = false;
+  std::atomic<bool> finished_{false};
+  std::atomic<uint64_t> refused_{0};
+};
+
+}  // namespace chorus

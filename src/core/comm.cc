@@ -1,0 +1,68 @@
+#include "core/comm.h"
+
+#include <algorithm>
+
+#include "core/comm_query.h"
+#include "core/result.h"
+
+namespace chorus {
+
+void commSetError(ncclComm* comm, ncclResult_t code, const std::string& message) {
+  {
+    std::lock_guard<std::mutex> lock(comm->errorMutex);
+    if (comm->errorMessage.empty()) comm->errorMessage = message;
+  }
+  int expected = ncclSuccess;
+  comm->asyncError.compare_exchange_strong(expected, code);
+}
+
+ncclResult_t commCheckUsable(ncclComm* comm, const char* fn) {
+  int err = comm->asyncError.load();
+  if (err == ncclInProgress) return fail(ncclInvalidUsage, "%s: communicator is still initializing", fn);
+  if (comm->revoked.load()) return fail(ncclInvalidUsage, "%s: communicator was revoked", fn);
+  if (comm->abortFlag.load()) return fail(ncclInvalidUsage, "%s: communicator was aborted", fn);
+  if (comm->finalized) return fail(ncclInvalidUsage, "%s: communicator was finalized", fn);
+  if (err != ncclSuccess) {
+    std::lock_guard<std::mutex> lock(comm->errorMutex);
+    return fail(static_cast<ncclResult_t>(err), "%s: communicator has failed earlier: %s", fn,
+                comm->errorMessage.c_str());
+  }
+  return ncclSuccess;
+}
+
+CommRegistry& CommRegistry::instance() {
+  static CommRegistry registry;
+  return registry;
+}
+
+void CommRegistry::add(ncclComm* comm) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  live_.push_back(comm);
+}
+
+void CommRegistry::remove(ncclComm* comm) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  live_.erase(std::remove(live_.begin(), live_.end(), comm), live_.end());
+}
+
+bool CommRegistry::contains(const ncclComm* comm) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return std::find(live_.begin(), live_.end(), comm) != live_.end();
+}
+
+ncclResult_t checkComm(const ncclComm* comm, const char* fn) {
+  if (comm == nullptr) return fail(ncclInvalidArgument, "%s: comm is NULL", fn);
+  if (!CommRegistry::instance().contains(comm))
+    return fail(ncclInvalidArgument, "%s: comm %p is not a live communicator (destroyed or never created)", fn,
+                static_cast<const void*>(comm));
+  return ncclSuccess;
+}
+
+int commRank(const ncclComm* comm) { return comm->id.rank; }
+int commNRanks(const ncclComm* comm) { return comm->id.nranks; }
+int commLocalNRanks(const ncclComm* comm) { return comm->id.localNRanks; }
+int commLocalRank(const ncclComm* comm) { return comm->id.localRank; }
+int commCudaDevice(const ncclComm* comm) { return comm->id.cudaDev; }
+bool commIsHostMode(const ncclComm* comm) { return comm->id.hostMode; }
+
+}  // namespace chorus

@@ -1,0 +1,87 @@
+// The communicator, composed of parts: identity (who am I), the bootstrap
+// (how ranks talk before and outside data movement), the connection table
+// (connectors to peers) and the execution state shared with the API (abort
+// flag, asynchronous error, custom reduction operators).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bootstrap/bootstrap.h"
+#include "core/comm_config.h"
+#include "core/redop_table.h"
+#include "core/registration.h"
+#include "nccl.h"
+#include "transport/connection_table.h"
+
+namespace chorus {
+
+inline constexpr uint64_t kCommMagic = 0x43686f7275734d31ull;  // "ChorusM1"
+
+struct CommIdentity {
+  int rank = -1;
+  int nranks = 0;
+  int localRank = 0;
+  int localNRanks = 1;
+  int cudaDev = -1;
+  bool hostMode = true;
+  uint64_t commHash = 0;  // identifies the communicator in logs
+};
+
+}  // namespace chorus
+
+struct ncclComm {
+  uint64_t magic = chorus::kCommMagic;
+  chorus::CommIdentity id;
+  chorus::CommConfig config;
+
+  std::shared_ptr<chorus::Store> store;
+  std::unique_ptr<chorus::Bootstrap> bootstrap;
+  std::unique_ptr<chorus::ConnectionTable> conns;
+  chorus::RedOpTable redops;
+  chorus::RegistrationTable registrations;
+
+  // Set by ncclCommAbort (or a shrink with NCCL_SHRINK_ABORT): every wait ends.
+  std::atomic<bool> abortFlag{false};
+  // Set by ncclCommRevoke: operations stop, management calls still work.
+  std::atomic<bool> revoked{false};
+  // ncclInProgress while a non-blocking init runs; the first fatal error after that.
+  std::atomic<int> asyncError{ncclSuccess};
+  std::atomic<int> inflight{0};
+  bool finalized = false;
+
+  std::mutex opMutex;  // one operation at a time per communicator
+  std::thread initThread;
+  int childCount = 0;  // numbers the key namespaces of split/shrink children
+
+  std::mutex errorMutex;
+  std::string errorMessage;
+};
+
+namespace chorus {
+
+// Records a fatal error: later calls on `comm` fail fast with this message.
+void commSetError(ncclComm* comm, ncclResult_t code, const std::string& message);
+// ncclSuccess, or the recorded error (re-recorded as the thread's last error).
+ncclResult_t commCheckUsable(ncclComm* comm, const char* fn);
+
+// Live communicators, so that NULL, destroyed and foreign pointers are
+// rejected with a clear error instead of a crash.
+class CommRegistry {
+ public:
+  static CommRegistry& instance();
+  void add(ncclComm* comm);
+  void remove(ncclComm* comm);
+  bool contains(const ncclComm* comm);
+
+ private:
+  std::mutex mutex_;
+  std::vector<const ncclComm*> live_;
+};
+
+}  // namespace chorus

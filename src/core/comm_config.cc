@@ -1,0 +1,70 @@
+#include "core/comm_config.h"
+
+#include <algorithm>
+
+#include "core/params.h"
+#include "core/result.h"
+
+namespace chorus {
+namespace {
+
+constexpr unsigned kConfigMagic = 0xcafebeef;
+
+ncclResult_t checkHeader(const ncclConfig_t* user) {
+  if (user->magic != kConfigMagic)
+    return fail(ncclInvalidArgument,
+                "config: magic 0x%x is wrong; initialize ncclConfig_t with NCCL_CONFIG_INITIALIZER", user->magic);
+  if (user->size < offsetof(ncclConfig_t, maxCTAs) + sizeof(int) || user->size > sizeof(ncclConfig_t) * 4)
+    return fail(ncclInvalidArgument, "config: size %zu is not a ncclConfig_t size", user->size);
+  return ncclSuccess;
+}
+
+// Reads a field only when the caller's (possibly older, smaller) struct has it.
+template <typename T>
+bool has(const ncclConfig_t* user, const T* field) {
+  return reinterpret_cast<const char*>(field) + sizeof(T) <= reinterpret_cast<const char*>(user) + user->size;
+}
+
+}  // namespace
+
+ncclResult_t resolveCommConfig(const ncclConfig_t* user, const CommConfig* inherit, CommConfig* out) {
+  CommConfig c = inherit ? *inherit : CommConfig{};
+  if (!inherit) {
+    c.slotBytes = static_cast<uint32_t>(std::clamp<int64_t>(params::slotBytes(), 4096, 16 << 20)) & ~63u;
+    c.llSlotBytes = static_cast<uint32_t>(std::clamp<int64_t>(params::llSlotBytes(), 512, 1 << 20)) & ~63u;
+    c.nslots = static_cast<uint32_t>(std::clamp<int64_t>(params::slotCount(), 2, 64));
+    c.timeoutMs = std::max<int64_t>(params::timeoutMs(), 100);
+    c.initTimeoutMs = std::max<int64_t>(params::initTimeoutMs(), 100);
+    c.spinCount = std::max<int64_t>(params::spinCount(), 0);
+    c.algo = params::algo();
+    c.proto = params::proto();
+    c.minChannels = static_cast<int>(std::clamp<int64_t>(params::minChannels(), 1, 32));
+    int64_t maxCh = params::maxChannels();
+    c.maxChannels = maxCh > 0 ? static_cast<int>(std::min<int64_t>(maxCh, 32)) : 2;
+  }
+  if (user == nullptr) {
+    *out = c;
+    return ncclSuccess;
+  }
+  CHORUS_CHECK(checkHeader(user));
+  if (user->blocking != NCCL_CONFIG_UNDEF_INT) {
+    if (user->blocking != 0 && user->blocking != 1)
+      return fail(ncclInvalidArgument, "config: blocking must be 0 or 1, got %d", user->blocking);
+    c.blocking = user->blocking;
+  }
+  if (user->minCTAs != NCCL_CONFIG_UNDEF_INT) {
+    if (user->minCTAs < 1) return fail(ncclInvalidArgument, "config: minCTAs must be >= 1, got %d", user->minCTAs);
+    c.minChannels = std::min(user->minCTAs, 32);
+  }
+  if (user->maxCTAs != NCCL_CONFIG_UNDEF_INT) {
+    if (user->maxCTAs < 1) return fail(ncclInvalidArgument, "config: maxCTAs must be >= 1, got %d", user->maxCTAs);
+    c.maxChannels = std::min(user->maxCTAs, 32);
+  }
+  if (c.minChannels > c.maxChannels) c.maxChannels = c.minChannels;
+  if (has(user, &user->commName) && user->commName != nullptr) c.commName = user->commName;
+  if (has(user, &user->splitShare) && user->splitShare != NCCL_CONFIG_UNDEF_INT) c.splitShare = user->splitShare;
+  *out = c;
+  return ncclSuccess;
+}
+
+}  // namespace chorus

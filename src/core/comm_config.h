@@ -1,0 +1,32 @@
+// Everything a communicator reads from ncclConfig_t and the environment,
+// snapshotted once at init so behaviour does not change mid-job.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "nccl.h"
+
+namespace chorus {
+
+struct CommConfig {
+  int blocking = 1;
+  int minChannels = 1;
+  int maxChannels = 2;
+  std::string commName;
+  int splitShare = 0;
+  uint32_t slotBytes = 128 * 1024;
+  uint32_t llSlotBytes = 8 * 1024;
+  uint32_t nslots = 8;
+  int64_t timeoutMs = 20000;
+  int64_t initTimeoutMs = 60000;
+  int64_t spinCount = 2000;
+  std::string algo;   // NCCL_ALGO
+  std::string proto;  // NCCL_PROTO
+};
+
+// Validates `user` (may be NULL) and fills `out` from it and the environment.
+// `inherit` (may be NULL) supplies defaults for split/shrink children.
+ncclResult_t resolveCommConfig(const ncclConfig_t* user, const CommConfig* inherit, CommConfig* out);
+
+}  // namespace chorus

@@ -1,0 +1,256 @@
+// Communicator lifecycle.
+//
+// Every creation path ends in initMembers(): given a store, a key prefix that
+// is unique to the new communicator, and this rank's position, it sets up the
+// bootstrap, exchanges PeerInfo with an all-gather and creates the (empty)
+// connection table; connectors are made lazily by the first operation that
+// needs them. A creation runs inline (blocking), inside ncclGroupEnd (group),
+// or on a background thread (config.blocking = 0, polled through
+// ncclCommGetAsyncError).
+#include "core/comm_lifecycle.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <vector>
+
+#include "bootstrap/bootstrap.h"
+#include "bootstrap/unique_id.h"
+#include "core/comm.h"
+#include "core/host_identity.h"
+#include "core/mode.h"
+#include "core/result.h"
+#include "enqueue/group.h"
+
+namespace chorus {
+namespace {
+
+struct MemberSpec {
+  std::shared_ptr<Store> store;  // null: connect from `id`
+  ncclUniqueId id{};
+  std::string prefix;
+  int rank = 0;
+  int nranks = 0;
+};
+
+ncclResult_t exchangePeers(ncclComm* comm, const WaitBound& bound) {
+  PeerInfo mine;
+  mine.rank = comm->id.rank;
+  mine.pid = getpid();
+  mine.hostHash = hostHash();
+  mine.processToken = processToken();
+  mine.cudaDev = comm->id.cudaDev;
+  mine.hostMode = comm->id.hostMode ? 1 : 0;
+  std::vector<PeerInfo> peers(comm->id.nranks);
+  CHORUS_CHECK(comm->bootstrap->allGather(&mine, sizeof(mine), peers.data(), bound));
+  int local = 0, localRank = 0;
+  for (const PeerInfo& p : peers) {
+    if (p.hostMode != mine.hostMode)
+      return fail(ncclInvalidUsage, "rank %d runs in %s mode but rank %d in %s mode: all ranks must agree",
+                  mine.rank, mine.hostMode ? "host" : "GPU", p.rank, p.hostMode ? "host" : "GPU");
+    if (p.hostHash == mine.hostHash) {
+      if (p.rank < mine.rank) ++localRank;
+      ++local;
+    }
+  }
+  comm->id.localNRanks = local;
+  comm->id.localRank = localRank;
+  comm->conns = std::make_unique<ConnectionTable>(comm->id.rank, comm->bootstrap.get(), std::move(peers),
+                                                  comm->id.commHash);
+  return ncclSuccess;
+}
+
+ncclResult_t initMembers(ncclComm* comm, MemberSpec spec) {
+  WaitBound bound = waitBoundAfter(comm->config.initTimeoutMs, &comm->abortFlag);
+  if (!spec.store) {
+    CHORUS_CHECK(connectStore(spec.id, spec.rank, bound, &spec.store));
+    spec.prefix = "c" + std::to_string(hashBytes(&spec.id, sizeof(spec.id))) + "/";
+  }
+  comm->store = spec.store;
+  comm->id.commHash = hashBytes(spec.prefix.data(), spec.prefix.size());
+  comm->bootstrap = std::make_unique<Bootstrap>(spec.store, spec.prefix, spec.rank, spec.nranks);
+  CHORUS_CHECK(exchangePeers(comm, bound));
+  CHORUS_INFO(kLogInit, "comm %p hash %016llx rank %d/%d (local %d/%d) ready in %s mode%s%s", (void*)comm,
+              (unsigned long long)comm->id.commHash, comm->id.rank, comm->id.nranks, comm->id.localRank,
+              comm->id.localNRanks, comm->id.hostMode ? "host" : "GPU", comm->config.commName.empty() ? "" : " name ",
+              comm->config.commName.c_str());
+  return ncclSuccess;
+}
+
+// Allocates and registers a communicator in the "initializing" state.
+ncclResult_t newComm(int rank, int nranks, const ncclConfig_t* cfg, const CommConfig* inherit, ncclComm** out) {
+  CommConfig config;
+  CHORUS_CHECK(resolveCommConfig(cfg, inherit, &config));
+  chorusMode_t mode;
+  CHORUS_CHECK(resolveMode(&mode));
+  auto* comm = new ncclComm();
+  comm->config = config;
+  comm->id.rank = rank;
+  comm->id.nranks = nranks;
+  comm->id.hostMode = mode == chorusModeHost;
+  comm->asyncError = ncclInProgress;
+  CommRegistry::instance().add(comm);
+  *out = comm;
+  return ncclSuccess;
+}
+
+void deleteComm(ncclComm* comm) {
+  CommRegistry::instance().remove(comm);
+  if (comm->initThread.joinable()) comm->initThread.join();
+  delete comm;
+}
+
+// Runs initMembers now, in the group, or on a background thread.
+ncclResult_t launchInit(ncclComm* comm, MemberSpec spec, ncclComm_t* out) {
+  auto body = [comm, spec]() -> ncclResult_t {
+    ncclResult_t res = initMembers(comm, spec);
+    if (res != ncclSuccess) {
+      commSetError(comm, res, lastErrorMessage());
+      comm->asyncError = res;
+      return res;
+    }
+    comm->asyncError = ncclSuccess;
+    return ncclSuccess;
+  };
+  *out = comm;
+  if (comm->config.blocking == 0) {
+    comm->initThread = std::thread([body] { body(); });
+    return ncclInProgress;
+  }
+  if (inGroup()) return enqueueInit(body);
+  ncclResult_t res = body();
+  if (res != ncclSuccess) {
+    std::string msg = lastErrorMessage();
+    deleteComm(comm);
+    *out = nullptr;
+    return fail(res, "%s", msg.c_str());
+  }
+  return ncclSuccess;
+}
+
+}  // namespace
+
+ncclResult_t commInitRank(ncclComm_t* out, int nranks, const ncclUniqueId& id, int rank, const ncclConfig_t* cfg) {
+  ncclComm* comm = nullptr;
+  CHORUS_CHECK(newComm(rank, nranks, cfg, nullptr, &comm));
+  MemberSpec spec;
+  spec.id = id;
+  spec.rank = rank;
+  spec.nranks = nranks;
+  return launchInit(comm, spec, out);
+}
+
+ncclResult_t commInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
+  ncclUniqueId id;
+  CHORUS_CHECK(createUniqueId(&id));
+  std::fill(comms, comms + ndev, nullptr);
+  CHORUS_CHECK(groupStart());
+  ncclResult_t res = ncclSuccess;
+  for (int r = 0; r < ndev && res == ncclSuccess; ++r) res = commInitRank(&comms[r], ndev, id, r, nullptr);
+  ncclResult_t endRes = groupEnd();
+  if (res == ncclSuccess) res = endRes;
+  if (res != ncclSuccess) {
+    std::string msg = lastErrorMessage();
+    for (int r = 0; r < ndev; ++r)
+      if (comms[r] != nullptr) deleteComm(comms[r]);
+    std::fill(comms, comms + ndev, nullptr);
+    return fail(res, "ncclCommInitAll: %s", msg.c_str());
+  }
+  (void)devlist;  // host mode: ranks are threads of this process, not devices
+  return ncclSuccess;
+}
+
+ncclResult_t commSplit(ncclComm* parent, int color, int key, ncclComm_t* out, const ncclConfig_t* cfg) {
+  struct Entry {
+    int color, key, rank;
+  };
+  Entry mine{color, key, parent->id.rank};
+  std::vector<Entry> all(parent->id.nranks);
+  WaitBound bound = waitBoundAfter(parent->config.initTimeoutMs, &parent->abortFlag);
+  CHORUS_CHECK(parent->bootstrap->allGather(&mine, sizeof(mine), all.data(), bound));
+  const int child = parent->childCount++;
+  *out = nullptr;
+  if (color == NCCL_SPLIT_NOCOLOR) return ncclSuccess;
+  std::vector<Entry> members;
+  for (const Entry& e : all)
+    if (e.color == color) members.push_back(e);
+  std::stable_sort(members.begin(), members.end(),
+                   [](const Entry& a, const Entry& b) { return a.key != b.key ? a.key < b.key : a.rank < b.rank; });
+  int newRank = 0;
+  while (members[newRank].rank != parent->id.rank) ++newRank;
+  ncclComm* comm = nullptr;
+  CHORUS_CHECK(newComm(newRank, static_cast<int>(members.size()), cfg, &parent->config, &comm));
+  MemberSpec spec;
+  spec.store = parent->store;
+  spec.prefix = parent->bootstrap->prefix() + "s" + std::to_string(child) + "." + std::to_string(color) + "/";
+  spec.rank = newRank;
+  spec.nranks = static_cast<int>(members.size());
+  return launchInit(comm, spec, out);
+}
+
+ncclResult_t commShrink(ncclComm* parent, const int* exclude, int nexclude, ncclComm_t* out, const ncclConfig_t* cfg,
+                        int flags) {
+  std::vector<bool> gone(parent->id.nranks, false);
+  for (int i = 0; i < nexclude; ++i) {
+    if (exclude[i] < 0 || exclude[i] >= parent->id.nranks)
+      return fail(ncclInvalidArgument, "ncclCommShrink: excluded rank %d is out of range [0, %d)", exclude[i],
+                  parent->id.nranks);
+    gone[exclude[i]] = true;
+  }
+  if (gone[parent->id.rank])
+    return fail(ncclInvalidArgument, "ncclCommShrink: rank %d is in its own exclude list; excluded ranks must not call it",
+                parent->id.rank);
+  if (flags & NCCL_SHRINK_ABORT) {
+    parent->revoked = true;  // ends operations still running on the parent
+    std::lock_guard<std::mutex> wait(parent->opMutex);
+  }
+  int newRank = 0, newN = 0;
+  for (int r = 0; r < parent->id.nranks; ++r) {
+    if (gone[r]) continue;
+    if (r < parent->id.rank) ++newRank;
+    ++newN;
+  }
+  const int child = parent->childCount++;
+  ncclComm* comm = nullptr;
+  CHORUS_CHECK(newComm(newRank, newN, cfg, &parent->config, &comm));
+  MemberSpec spec;
+  spec.store = parent->store;
+  spec.prefix = parent->bootstrap->prefix() + "k" + std::to_string(child) + "/";
+  spec.rank = newRank;
+  spec.nranks = newN;
+  return launchInit(comm, spec, out);
+}
+
+ncclResult_t commFinalize(ncclComm* comm) {
+  std::lock_guard<std::mutex> lock(comm->opMutex);
+  if (comm->finalized) return fail(ncclInvalidUsage, "ncclCommFinalize: communicator already finalized");
+  if (comm->revoked) return fail(ncclInvalidUsage, "ncclCommFinalize: communicator was revoked");
+  // Host mode has nothing in flight once a call returns; the barrier makes
+  // sure no peer still expects this rank before its resources go away.
+  WaitBound bound = waitBoundAfter(comm->config.timeoutMs, &comm->abortFlag);
+  CHORUS_CHECK(comm->bootstrap->barrier(bound));
+  comm->finalized = true;
+  return ncclSuccess;
+}
+
+ncclResult_t commRevoke(ncclComm* comm) {
+  comm->revoked = true;
+  std::lock_guard<std::mutex> wait(comm->opMutex);  // returns once the running operation has stopped
+  return ncclSuccess;
+}
+
+ncclResult_t commDestroy(ncclComm* comm) {
+  if (comm->initThread.joinable()) comm->initThread.join();
+  { std::lock_guard<std::mutex> wait(comm->opMutex); }
+  deleteComm(comm);
+  return ncclSuccess;
+}
+
+ncclResult_t commAbort(ncclComm* comm) {
+  comm->abortFlag = true;
+  return commDestroy(comm);
+}
+
+}  // namespace chorus

@@ -1,0 +1,16 @@
+// Who and where this process is, as compared between ranks.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace chorus {
+
+// Equal for processes on the same node (host name + kernel boot id, or NCCL_HOSTID).
+uint64_t hostHash();
+// Random per process; changes in a fork()ed child.
+uint64_t processToken();
+// 64-bit FNV-1a, for hashing names.
+uint64_t hashBytes(const void* data, size_t bytes, uint64_t seed = 0xcbf29ce484222325ull);
+
+}  // namespace chorus

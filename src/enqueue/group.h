@@ -1,0 +1,31 @@
+// Group semantics (ncclGroupStart/End) and the path every operation takes to
+// an executor. Outside a group an operation runs as a group of one.
+//
+// Inside a group, operations are queued per thread; communicator creations
+// are queued too. ncclGroupEnd first runs the queued creations (in parallel
+// threads, since they rendezvous with each other), then builds one plan per
+// communicator, connects every plan's receivers before any sender waits,
+// and runs all plans together on this thread. That is what lets one thread
+// drive all ranks of an ncclCommInitAll clique.
+#pragma once
+
+#include <functional>
+
+#include "enqueue/task.h"
+
+namespace chorus {
+
+ncclResult_t groupStart();
+ncclResult_t groupEnd();
+// ncclGroupSimulateEnd: estimate (us) of the queued work from the cost model; discards it.
+ncclResult_t groupSimulateEnd(float* estimatedUs);
+bool inGroup();
+
+// Queues or runs a validated task.
+ncclResult_t enqueueTask(const Task& task);
+// Queues (inside a group) or runs a communicator creation.
+ncclResult_t enqueueInit(std::function<ncclResult_t()> init);
+// Records an error raised by a call inside the group; ncclGroupEnd will return it.
+void groupRecordError(ncclResult_t err);
+
+}  // namespace chorus

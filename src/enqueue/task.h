@@ -1,0 +1,42 @@
+// One user call (or one half of a send/recv pair) after argument checking.
+#pragma once
+
+#include <cstddef>
+
+#include "host/host_reduce.h"
+#include "nccl.h"
+
+struct ncclComm;
+
+namespace chorus {
+
+enum class CollType : uint8_t {
+  AllReduce,
+  Broadcast,
+  Reduce,
+  AllGather,
+  ReduceScatter,
+  AlltoAll,
+  Gather,
+  Scatter,
+  Send,
+  Recv,
+};
+
+const char* collName(CollType t);
+
+struct Task {
+  CollType type = CollType::AllReduce;
+  ncclComm* comm = nullptr;
+  const void* sendbuff = nullptr;
+  void* recvbuff = nullptr;
+  size_t count = 0;  // per-rank count as in the API (sendcount / recvcount / count)
+  ncclDataType_t dtype = ncclFloat32;
+  ReduceSpec spec{};
+  int root = 0;  // root for rooted collectives, peer for send/recv
+};
+
+// Bytes the collective moves per rank in the API's terms (the "size" column of nccl-tests).
+size_t taskBytes(const Task& t, int nranks);
+
+}  // namespace chorus

@@ -1,0 +1,51 @@
+// A host plan: the work of one rank for one group of operations, as
+// independent lanes of steps. A step moves one contiguous run of elements:
+// it takes pieces from up to two receive connectors and/or a local input,
+// combines them, and writes the result to a local output and/or up to two send
+// connectors. Steps within a lane run in order; lanes progress independently,
+// which is what lets a send to A and a receive from B (or a tree's reduce and
+// broadcast halves) overlap without deadlocking.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <tuple>
+#include <vector>
+
+#include "enqueue/task.h"
+#include "transport/fifo.h"
+
+struct ncclComm;
+
+namespace chorus {
+
+struct HostStep {
+  RecvConnector* recv[2] = {nullptr, nullptr};
+  SendConnector* send[2] = {nullptr, nullptr};
+  uint8_t nRecv = 0;
+  uint8_t nSend = 0;
+  bool preSrc = false;  // apply PreMulSum's scalar to src
+  bool post = false;    // apply SumPostDiv's division to the result
+  const char* src = nullptr;
+  char* dst = nullptr;
+  size_t count = 0;  // elements
+  const ReduceSpec* spec = nullptr;
+};
+
+struct Lane {
+  std::vector<HostStep> steps;
+  size_t pieceBytes = 0;  // slot size of this lane's connectors
+  size_t cur = 0;         // current step
+  size_t done = 0;        // elements of the current step already processed
+  bool finished() const { return cur >= steps.size(); }
+};
+
+struct HostPlan {
+  ncclComm* comm = nullptr;
+  std::vector<Task> tasks;  // owns the ReduceSpecs the steps point at
+  std::vector<Lane> lanes;
+  double estimatedUs = 0;
+};
+
+}  // namespace chorus

@@ -1,0 +1,160 @@
+// Internal to host_reduce*.cc: the kernel signature, the mapping from runtime
+// (type, kind, flags) to compile-time template arguments, and the portable
+// element loops. The AVX2 file reuses the portable loops for its tails so the
+// last few elements are computed by exactly the same code as the fallback.
+#pragma once
+
+#include <cstddef>
+#include <cstring>
+#include <type_traits>
+
+#include "host/host_reduce.h"
+#include "kernels/common/reduce_ops.h"
+
+namespace chorus::host::detail {
+
+// What a kernel needs from the spec, already validated.
+struct KernelArgs {
+  const void* scalar;
+  int divisor;
+};
+
+using ReduceKernel = void (*)(void* dst, const void* a, const void* b, size_t n, const KernelArgs& args);
+using TransformKernel = void (*)(void* dst, const void* src, size_t n, const KernelArgs& args);
+
+template <typename T>
+struct TypeTag {
+  using type = T;
+};
+
+// Calls f(TypeTag<T>{}) for the element type of `t`; returns a value-initialized
+// result for an invalid type.
+template <typename F>
+auto dispatchType(ncclDataType_t t, F&& f) -> decltype(f(TypeTag<float>{})) {
+  switch (t) {
+    case ncclInt8: return f(TypeTag<int8_t>{});
+    case ncclUint8: return f(TypeTag<uint8_t>{});
+    case ncclInt32: return f(TypeTag<int32_t>{});
+    case ncclUint32: return f(TypeTag<uint32_t>{});
+    case ncclInt64: return f(TypeTag<int64_t>{});
+    case ncclUint64: return f(TypeTag<uint64_t>{});
+    case ncclFloat16: return f(TypeTag<half_t>{});
+    case ncclFloat32: return f(TypeTag<float>{});
+    case ncclFloat64: return f(TypeTag<double>{});
+    case ncclBfloat16: return f(TypeTag<bf16_t>{});
+    case ncclFloat8e4m3: return f(TypeTag<fp8e4m3_t>{});
+    case ncclFloat8e5m2: return f(TypeTag<fp8e5m2_t>{});
+    default: return {};
+  }
+}
+
+template <ReduceKind K>
+using KindTag = std::integral_constant<ReduceKind, K>;
+
+template <typename F>
+auto dispatchKind(ReduceKind k, F&& f) -> decltype(f(KindTag<ReduceKind::Sum>{})) {
+  switch (k) {
+    case ReduceKind::Sum: return f(KindTag<ReduceKind::Sum>{});
+    case ReduceKind::Prod: return f(KindTag<ReduceKind::Prod>{});
+    case ReduceKind::Max: return f(KindTag<ReduceKind::Max>{});
+    case ReduceKind::Min: return f(KindTag<ReduceKind::Min>{});
+    case ReduceKind::PreMulSum: return f(KindTag<ReduceKind::PreMulSum>{});
+    case ReduceKind::SumPostDiv: return f(KindTag<ReduceKind::SumPostDiv>{});
+  }
+  return {};
+}
+
+// PreMulSum's scalar, read at call time. A missing scalar reads as zero so a
+// combine of two already-scaled values (no pre flag) never needs one.
+template <typename T>
+CHORUS_INLINE T readScalar(const KernelArgs& args) {
+  T s{};
+  if (args.scalar != nullptr) std::memcpy(&s, args.scalar, sizeof s);
+  return s;
+}
+
+// The scalar functor for (T, K), built from the kernel arguments.
+template <typename T, ReduceKind K>
+CHORUS_INLINE auto makeFunc(const KernelArgs& args) {
+  if constexpr (K == ReduceKind::Sum) {
+    return FuncSum<T>{};
+  } else if constexpr (K == ReduceKind::Prod) {
+    return FuncProd<T>{};
+  } else if constexpr (K == ReduceKind::Max) {
+    return FuncMax<T>{};
+  } else if constexpr (K == ReduceKind::Min) {
+    return FuncMin<T>{};
+  } else if constexpr (K == ReduceKind::PreMulSum) {
+    return FuncPreMulSum<T>(readScalar<T>(args));
+  } else {
+    return FuncSumPostDiv<T>(args.divisor);
+  }
+}
+
+// Flags that matter for kind K (others are identities and are dropped so they
+// do not multiply instantiations).
+template <ReduceKind K>
+constexpr bool kUsesPre = K == ReduceKind::PreMulSum;
+template <ReduceKind K>
+constexpr bool kUsesPost = K == ReduceKind::SumPostDiv;
+
+// Picks Kernel<PreA, PreB, Post>::run for runtime flags. Kernel is a template
+// taking the three flags, already bound to T and K.
+template <ReduceKind K, template <bool, bool, bool> class Kernel>
+ReduceKernel pickReduce(bool preA, bool preB, bool post) {
+  if constexpr (kUsesPre<K>) {
+    if (preA) return preB ? &Kernel<true, true, false>::run : &Kernel<true, false, false>::run;
+    return preB ? &Kernel<false, true, false>::run : &Kernel<false, false, false>::run;
+  } else if constexpr (kUsesPost<K>) {
+    return post ? &Kernel<false, false, true>::run : &Kernel<false, false, false>::run;
+  } else {
+    return &Kernel<false, false, false>::run;
+  }
+}
+
+// ---- portable loops ----------------------------------------------------------
+// memcpy keeps unaligned element access well defined; it compiles to plain loads.
+
+template <typename T>
+CHORUS_INLINE T loadElem(const unsigned char* p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+template <typename T>
+CHORUS_INLINE void storeElem(unsigned char* p, T v) {
+  std::memcpy(p, &v, sizeof v);
+}
+
+template <typename T, ReduceKind K, bool PreA, bool PreB, bool Post>
+inline void reduceRange(void* dst, const void* a, const void* b, size_t begin, size_t end, const KernelArgs& args) {
+  const auto fn = makeFunc<T, K>(args);
+  auto* d = static_cast<unsigned char*>(dst);
+  const auto* x = static_cast<const unsigned char*>(a);
+  const auto* y = static_cast<const unsigned char*>(b);
+  for (size_t i = begin; i < end; ++i) {
+    const size_t off = i * sizeof(T);
+    storeElem(d + off, applyReduce<PreA, PreB, Post>(fn, loadElem<T>(x + off), loadElem<T>(y + off)));
+  }
+}
+
+template <typename T, ReduceKind K, bool Pre, bool Post>
+inline void transformRange(void* dst, const void* src, size_t begin, size_t end, const KernelArgs& args) {
+  const auto fn = makeFunc<T, K>(args);
+  auto* d = static_cast<unsigned char*>(dst);
+  const auto* x = static_cast<const unsigned char*>(src);
+  for (size_t i = begin; i < end; ++i) {
+    const size_t off = i * sizeof(T);
+    storeElem(d + off, applyTransform<Pre, Post>(fn, loadElem<T>(x + off)));
+  }
+}
+
+// Kernel selection per instruction set; nullptr when that set has no kernel for
+// the combination (the caller falls back to the portable one).
+ReduceKernel portableReduceKernel(ncclDataType_t t, ReduceKind k, bool preA, bool preB, bool post);
+TransformKernel portableTransformKernel(ncclDataType_t t, ReduceKind k, bool pre, bool post);
+ReduceKernel avx2ReduceKernel(ncclDataType_t t, ReduceKind k, bool preA, bool preB, bool post);
+TransformKernel avx2TransformKernel(ncclDataType_t t, ReduceKind k, bool pre, bool post);
+
+}  // namespace chorus::host::detail

@@ -1,0 +1,68 @@
+// Expands the double binary tree all-reduce (src/sched/tree.h). Each
+// channel's share is halved, one half per tree. On every rank but a tree's
+// root the tree uses two lanes: reduce-up (children + own input -> parent)
+// and broadcast-down (parent -> output + children). They must be separate
+// lanes: a rank has to keep forwarding partial sums up while the first
+// results already come down. The root does both in one step: it reduces its
+// children's pieces with its input, keeps the result and sends it down.
+#include "core/result.h"
+#include "host/plan_builder.h"
+#include "sched/tree.h"
+
+namespace chorus {
+namespace {
+
+ncclResult_t treeHalf(PlanBuilder& b, const Task& t, const TuneDecision& d, int ch, int tree, sched::Range range) {
+  const size_t esz = typeSize(t.dtype);
+  const int chId = ch * 2 + tree;
+  const sched::TreeLinks L = sched::treeLinks(b.rank(), b.nranks(), tree);
+  const char* src = static_cast<const char*>(t.sendbuff) + range.begin * esz;
+  char* dst = static_cast<char*>(t.recvbuff) + range.begin * esz;
+
+  HostStep up;
+  up.spec = &t.spec;
+  up.count = range.count;
+  up.src = src;
+  up.preSrc = true;
+  for (int i = 0; i < L.nChildren; ++i)
+    CHORUS_CHECK(b.recvFrom(ConnClass::TreeUp, d.proto, chId, L.children[i], &up.recv[up.nRecv++]));
+
+  if (L.parent < 0) {  // root: reduce, keep, send down
+    up.dst = dst;
+    up.post = true;
+    for (int i = 0; i < L.nChildren; ++i)
+      CHORUS_CHECK(b.sendTo(ConnClass::TreeDown, d.proto, chId, L.children[i], &up.send[up.nSend++]));
+    b.lane(ConnClass::TreeUp, d.proto, chId).steps.push_back(up);
+    return ncclSuccess;
+  }
+  CHORUS_CHECK(b.sendTo(ConnClass::TreeUp, d.proto, chId, L.parent, &up.send[up.nSend++]));
+  b.lane(ConnClass::TreeUp, d.proto, chId).steps.push_back(up);
+
+  HostStep down;
+  down.spec = &t.spec;
+  down.count = range.count;
+  down.dst = dst;
+  CHORUS_CHECK(b.recvFrom(ConnClass::TreeDown, d.proto, chId, L.parent, &down.recv[down.nRecv++]));
+  for (int i = 0; i < L.nChildren; ++i)
+    CHORUS_CHECK(b.sendTo(ConnClass::TreeDown, d.proto, chId, L.children[i], &down.send[down.nSend++]));
+  b.lane(ConnClass::TreeDown, d.proto, chId).steps.push_back(down);
+  return ncclSuccess;
+}
+
+}  // namespace
+
+ncclResult_t expandTree(PlanBuilder& b, const Task& t, const TuneDecision& d) {
+  if (t.type != CollType::AllReduce) return fail(ncclInternalError, "tree schedule requested for %s", collName(t.type));
+  const size_t align = std::max<size_t>(1, 64 / typeSize(t.dtype));
+  for (int ch = 0; ch < d.nchannels; ++ch) {
+    sched::Range range = sched::splitAligned(t.count, d.nchannels, ch, align);
+    for (int tree = 0; tree < 2; ++tree) {
+      sched::Range half = sched::splitAligned(range.count, 2, tree, align);
+      half.begin += range.begin;
+      if (half.count > 0) CHORUS_CHECK(treeHalf(b, t, d, ch, tree, half));
+    }
+  }
+  return ncclSuccess;
+}
+
+}  // namespace chorus

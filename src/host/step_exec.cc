@@ -1,0 +1,76 @@
+// One piece of one step: the data path of host mode.
+#include <algorithm>
+#include <cstring>
+
+#include "core/result.h"
+#include "host/executor.h"
+
+namespace chorus {
+namespace {
+
+bool connectorsReady(HostStep& s, uint32_t bytes, ncclResult_t* err) {
+  for (int i = 0; i < s.nRecv; ++i) {
+    if (!s.recv[i]->ready()) return false;
+    if (s.recv[i]->size() != bytes) {
+      *err = fail(ncclInvalidUsage,
+                  "rank %d sent a piece of %u bytes where %u were expected: mismatched counts, datatypes or call "
+                  "order between ranks",
+                  s.recv[i]->end().peer, s.recv[i]->size(), bytes);
+      return false;
+    }
+  }
+  for (int i = 0; i < s.nSend; ++i)
+    if (!s.send[i]->ready()) return false;
+  return true;
+}
+
+// Computes the piece into `target`: the combination of the received pieces
+// and the local input, with PreMulSum on the local input and the final
+// division applied once to the result.
+void combine(const HostStep& s, char* target, const char* src, size_t n) {
+  const ReduceSpec& spec = *s.spec;
+  if (s.nRecv == 0) {
+    host::transform(spec, target, src, s.preSrc, n, s.post);
+  } else if (s.nRecv == 1 && src == nullptr) {
+    host::transform(spec, target, s.recv[0]->slot(), false, n, s.post);
+  } else if (s.nRecv == 1) {
+    host::reduce(spec, target, s.recv[0]->slot(), false, src, s.preSrc, n, s.post);
+  } else if (src == nullptr) {
+    host::reduce(spec, target, s.recv[0]->slot(), false, s.recv[1]->slot(), false, n, s.post);
+  } else {
+    host::reduce(spec, target, s.recv[0]->slot(), false, s.recv[1]->slot(), false, n, false);
+    host::reduce(spec, target, target, false, src, s.preSrc, n, s.post);
+  }
+}
+
+}  // namespace
+
+bool progressLane(Lane& lane, ncclResult_t* err) {
+  while (!lane.finished() && lane.steps[lane.cur].count == lane.done) {
+    ++lane.cur;
+    lane.done = 0;
+  }
+  if (lane.finished()) return false;
+  HostStep& s = lane.steps[lane.cur];
+  const size_t esz = typeSize(s.spec->type);
+  const size_t pieceElems = (s.nRecv + s.nSend) ? std::max<size_t>(1, lane.pieceBytes / esz) : s.count;
+  const size_t n = std::min(pieceElems, s.count - lane.done);
+  const uint32_t bytes = static_cast<uint32_t>(n * esz);
+  if (!connectorsReady(s, bytes, err)) return false;
+
+  const size_t off = lane.done * esz;
+  const char* src = s.src ? s.src + off : nullptr;
+  char* dst = s.dst ? s.dst + off : nullptr;
+  // Compute into the first send slot when there is one (it stays in cache for
+  // the peer), else straight into the output.
+  char* target = s.nSend ? s.send[0]->slot() : dst;
+  combine(s, target, src, n);
+  if (dst != nullptr && dst != target) std::memcpy(dst, target, bytes);
+  for (int i = 1; i < s.nSend; ++i) std::memcpy(s.send[i]->slot(), target, bytes);
+  for (int i = 0; i < s.nSend; ++i) s.send[i]->post(bytes);
+  for (int i = 0; i < s.nRecv; ++i) s.recv[i]->release();
+  lane.done += n;
+  return true;
+}
+
+}  // namespace chorus

@@ -1,0 +1,100 @@
+#include "transport/connection_table.h"
+
+#include <cstdio>
+
+#include "core/result.h"
+
+namespace chorus {
+namespace {
+const char* className(ConnClass c) {
+  switch (c) {
+    case ConnClass::Ring: return "ring";
+    case ConnClass::TreeUp: return "tree-up";
+    case ConnClass::TreeDown: return "tree-down";
+    case ConnClass::P2P: return "p2p";
+  }
+  return "?";
+}
+}  // namespace
+
+ConnectionTable::ConnectionTable(int rank, Bootstrap* bootstrap, std::vector<PeerInfo> peers, uint64_t commHash)
+    : rank_(rank), bootstrap_(bootstrap), peers_(std::move(peers)), commHash_(commHash) {}
+
+std::string ConnectionTable::tagOf(const ConnKey& key, int from, int to) const {
+  char buf[96];
+  snprintf(buf, sizeof(buf), "conn/%s/p%u/c%u/%d-%d", className(key.cls), key.proto, key.channel, from, to);
+  return buf;
+}
+
+ConnRequest ConnectionTable::requestFor(const ConnKey& key, int from, int to, uint32_t slotBytes,
+                                        uint32_t nslots) const {
+  ConnRequest req;
+  req.selfRank = rank_;
+  req.peerRank = key.peer;
+  req.slotBytes = slotBytes;
+  req.nslots = nslots;
+  char buf[128];
+  snprintf(buf, sizeof(buf), "comm %016llx %s ch%u %d->%d", (unsigned long long)commHash_, className(key.cls),
+           key.channel, from, to);
+  req.label = buf;
+  return req;
+}
+
+ncclResult_t ConnectionTable::requestRecv(const ConnKey& key, uint32_t slotBytes, uint32_t nslots,
+                                          RecvConnector** out) {
+  auto it = recvs_.find(key);
+  if (it != recvs_.end()) {
+    *out = it->second.get();
+    return ncclSuccess;
+  }
+  const PeerInfo& peer = peers_[key.peer];
+  Transport* t = selectTransport(peers_[rank_], peer);
+  if (t == nullptr)
+    return fail(ncclInvalidUsage,
+                "no transport can connect rank %d to rank %d (different hosts need the network transport, "
+                "which this build does not have yet)",
+                rank_, key.peer);
+  ConnRequest req = requestFor(key, key.peer, rank_, slotBytes, nslots);
+  FifoEnd end;
+  std::vector<uint8_t> handle;
+  CHORUS_CHECK(t->createRecv(req, peer, &end, &handle));
+  CHORUS_CHECK(bootstrap_->send(key.peer, tagOf(key, key.peer, rank_), std::move(handle)));
+  CHORUS_TRACE(kLogInit, "%s: receiver via %s", req.label.c_str(), t->name());
+  auto conn = std::make_unique<RecvConnector>(std::move(end));
+  *out = conn.get();
+  recvs_[key] = std::move(conn);
+  return ncclSuccess;
+}
+
+ncclResult_t ConnectionTable::requestSend(const ConnKey& key, uint32_t slotBytes, uint32_t nslots,
+                                          SendConnector** out) {
+  auto it = sends_.find(key);
+  if (it == sends_.end()) {
+    // Placeholder with no FIFO; connectAll() replaces its contents in place so
+    // the pointer handed out now stays valid.
+    it = sends_.emplace(key, std::make_unique<SendConnector>(FifoEnd{})).first;
+    pending_.push_back({key, requestFor(key, rank_, key.peer, slotBytes, nslots)});
+  }
+  *out = it->second.get();
+  return ncclSuccess;
+}
+
+ncclResult_t ConnectionTable::connectAll(const WaitBound& bound) {
+  while (!pending_.empty()) {
+    PendingSend p = pending_.back();
+    const PeerInfo& peer = peers_[p.key.peer];
+    Transport* t = selectTransport(peers_[rank_], peer);
+    if (t == nullptr)
+      return fail(ncclInvalidUsage, "no transport can connect rank %d to rank %d", rank_, p.key.peer);
+    std::vector<uint8_t> handle;
+    CHORUS_CHECK(bootstrap_->recv(p.key.peer, tagOf(p.key, rank_, p.key.peer), &handle, bound));
+    FifoEnd end;
+    CHORUS_CHECK(t->connectSend(p.req, peer, handle, &end));
+    CHORUS_TRACE(kLogInit, "%s: sender via %s", p.req.label.c_str(), t->name());
+    *sends_[p.key] = SendConnector(std::move(end));
+    pending_.pop_back();
+  }
+  return ncclSuccess;
+}
+
+}  // namespace chorus

@@ -1,0 +1,61 @@
+// A communicator's connectors, created lazily the first time a plan needs
+// them. Plans first ask for every connector they use (request*), then
+// connectAll() finishes the sender sides. Receivers are created and announced
+// immediately; only senders wait, for the handle their receiver announced.
+// Because every rank of a group announces all its receivers before any sender
+// waits (see group execution), one thread may drive several ranks' plans.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "bootstrap/bootstrap.h"
+#include "transport/fifo.h"
+#include "transport/transport.h"
+
+namespace chorus {
+
+// Connectors are separate per use so that two independent progress lanes
+// never share a FIFO (their slot sequences would interleave).
+enum class ConnClass : uint8_t { Ring = 0, TreeUp = 1, TreeDown = 2, P2P = 3 };
+
+struct ConnKey {
+  ConnClass cls;
+  uint8_t proto;
+  uint16_t channel;
+  int peer;
+  auto operator<=>(const ConnKey&) const = default;
+};
+
+class ConnectionTable {
+ public:
+  ConnectionTable(int rank, Bootstrap* bootstrap, std::vector<PeerInfo> peers, uint64_t commHash);
+
+  // Returns the connector; a new receiver is created and announced now, a new
+  // sender is registered and completed by connectAll().
+  ncclResult_t requestRecv(const ConnKey& key, uint32_t slotBytes, uint32_t nslots, RecvConnector** out);
+  ncclResult_t requestSend(const ConnKey& key, uint32_t slotBytes, uint32_t nslots, SendConnector** out);
+  ncclResult_t connectAll(const WaitBound& bound);
+
+  const PeerInfo& peer(int rank) const { return peers_[rank]; }
+  const std::vector<PeerInfo>& peers() const { return peers_; }
+
+ private:
+  struct PendingSend {
+    ConnKey key;
+    ConnRequest req;
+  };
+  std::string tagOf(const ConnKey& key, int from, int to) const;
+  ConnRequest requestFor(const ConnKey& key, int from, int to, uint32_t slotBytes, uint32_t nslots) const;
+
+  int rank_;
+  Bootstrap* bootstrap_;
+  std::vector<PeerInfo> peers_;
+  uint64_t commHash_;
+  std::map<ConnKey, std::unique_ptr<RecvConnector>> recvs_;
+  std::map<ConnKey, std::unique_ptr<SendConnector>> sends_;
+  std::vector<PendingSend> pending_;
+};
+
+}  // namespace chorus

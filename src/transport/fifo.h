@@ -1,0 +1,96 @@
+// The connector: a single-producer/single-consumer FIFO of fixed-size slots
+// plus two monotonically increasing counters, placed in memory that both the
+// sender and the receiver can see (process heap for threads, a shared-memory
+// segment for processes, device memory later). Transports differ only in
+// where this memory comes from; the data path below is the same for all.
+//
+// Protocol: the sender may fill slot (tail % nslots) while tail - head < nslots,
+// writes the byte count into sizes[], then publishes with tail+1 (release).
+// The receiver may read slot (head % nslots) while head < tail (acquire), and
+// frees it with head+1 (release). Each side caches the other's counter and
+// re-reads it only when the cached value says "full"/"empty", so in steady
+// state the shared cache lines move once per slot, not once per poll.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+namespace chorus {
+
+inline constexpr uint32_t kMaxFifoSlots = 64;
+inline constexpr uint64_t kFifoMagic = 0x43484f5255534649ull;  // "CHORUSFI"
+
+struct FifoControl {
+  alignas(64) std::atomic<uint64_t> tail;
+  alignas(64) std::atomic<uint64_t> head;
+  alignas(64) uint64_t magic;
+  uint32_t slotBytes;
+  uint32_t nslots;
+  int32_t receiverPid;
+  int32_t senderPid;
+  uint32_t sizes[kMaxFifoSlots];
+};
+
+inline constexpr size_t fifoControlBytes() { return (sizeof(FifoControl) + 4095) & ~size_t(4095); }
+inline size_t fifoTotalBytes(uint32_t slotBytes, uint32_t nslots) {
+  return fifoControlBytes() + static_cast<size_t>(slotBytes) * nslots;
+}
+
+// Writes a fresh control block at the start of `mem` (fifoTotalBytes large).
+void fifoInit(void* mem, uint32_t slotBytes, uint32_t nslots, int receiverPid);
+
+// Shared by both connector ends: where the FIFO lives and who the peer is.
+struct FifoEnd {
+  FifoControl* ctl = nullptr;
+  char* slots = nullptr;
+  uint32_t slotBytes = 0;
+  uint32_t nslots = 0;
+  int peer = -1;       // communicator rank on the other side
+  int peerPid = 0;     // for liveness checks; 0 when the peer is this process
+  std::shared_ptr<void> memory;  // keeps the FIFO memory mapped while we use it
+  char* slot(uint64_t index) const { return slots + (index % nslots) * static_cast<size_t>(slotBytes); }
+};
+
+class SendConnector {
+ public:
+  explicit SendConnector(FifoEnd end) : end_(std::move(end)) {}
+  bool ready() {
+    if (tail_ - headCache_ < end_.nslots) return true;
+    headCache_ = end_.ctl->head.load(std::memory_order_acquire);
+    return tail_ - headCache_ < end_.nslots;
+  }
+  char* slot() const { return end_.slot(tail_); }
+  void post(uint32_t bytes) {
+    end_.ctl->sizes[tail_ % end_.nslots] = bytes;
+    end_.ctl->tail.store(++tail_, std::memory_order_release);
+  }
+  const FifoEnd& end() const { return end_; }
+
+ private:
+  FifoEnd end_;
+  uint64_t tail_ = 0;
+  uint64_t headCache_ = 0;
+};
+
+class RecvConnector {
+ public:
+  explicit RecvConnector(FifoEnd end) : end_(std::move(end)) {}
+  bool ready() {
+    if (head_ < tailCache_) return true;
+    tailCache_ = end_.ctl->tail.load(std::memory_order_acquire);
+    return head_ < tailCache_;
+  }
+  const char* slot() const { return end_.slot(head_); }
+  uint32_t size() const { return end_.ctl->sizes[head_ % end_.nslots]; }
+  void release() { end_.ctl->head.store(++head_, std::memory_order_release); }
+  const FifoEnd& end() const { return end_; }
+
+ private:
+  FifoEnd end_;
+  uint64_t head_ = 0;
+  uint64_t tailCache_ = 0;
+};
+
+}  // namespace chorus

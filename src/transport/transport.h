@@ -1,0 +1,57 @@
+// The one transport interface. A transport only decides, at connection time,
+// where a connector's FIFO memory lives and how the other side reaches it;
+// after that every connector is used the same way (transport/fifo.h).
+//
+// Connection protocol (see connection_table.cc): the receiving rank calls
+// createRecv, which allocates the FIFO and returns an opaque handle; the handle
+// travels to the sending rank through the bootstrap; the sender calls
+// connectSend with it. Creation never waits for the peer, which is what makes
+// lazy connection inside a collective deadlock-free.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nccl.h"
+#include "transport/fifo.h"
+
+namespace chorus {
+
+// What a rank tells every other rank about itself at init.
+struct PeerInfo {
+  int rank = -1;
+  int pid = 0;
+  uint64_t hostHash = 0;
+  uint64_t processToken = 0;  // distinguishes processes with equal pid (e.g. across containers)
+  int cudaDev = -1;
+  int hostMode = 1;
+};
+
+struct ConnRequest {
+  int selfRank = -1;
+  int peerRank = -1;
+  uint32_t slotBytes = 0;
+  uint32_t nslots = 0;
+  std::string label;  // for messages: "comm 0x.. ring ch0 1->2"
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual const char* name() const = 0;
+  virtual bool canConnect(const PeerInfo& self, const PeerInfo& peer) const = 0;
+  virtual ncclResult_t createRecv(const ConnRequest& req, const PeerInfo& peer, FifoEnd* end,
+                                  std::vector<uint8_t>* handle) = 0;
+  virtual ncclResult_t connectSend(const ConnRequest& req, const PeerInfo& peer, const std::vector<uint8_t>& handle,
+                                   FifoEnd* end) = 0;
+};
+
+// Built-in transports in order of preference. Adding one: implement the class
+// in transports/<name>/ and add one line to transport_registry.cc.
+const std::vector<Transport*>& transportRegistry();
+// First transport that can connect self to peer; nullptr if none.
+Transport* selectTransport(const PeerInfo& self, const PeerInfo& peer);
+
+}  // namespace chorus
