@@ -5,6 +5,7 @@
 
 #include <map>
 #include <mutex>
+#include <thread>
 
 #include "bootstrap/tcp_store_client.h"
 #include "bootstrap/unique_id.h"
@@ -118,7 +119,12 @@ ncclResult_t connectStore(const ncclUniqueId& id, int rank, const WaitBound& bou
                    info.addr.str().c_str());
       return ncclSuccess;
     }
-    found.shutDown = true;  // it began shutting down between the lookup and the attach
+    // It began shutting down between the lookup and the attach. Under
+    // NCCL_COMM_ID rank 0 will start a new one on the same port: let the old
+    // one release it first (it exits within one poll round).
+    found.shutDown = true;
+    while (!found.server->finished() && Clock::now() < bound.deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   if (info.commIdMode && rank == 0) return serveCommId(info, store);
   if (found.shutDown && !info.commIdMode)

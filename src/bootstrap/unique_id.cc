@@ -1,7 +1,5 @@
 #include "bootstrap/unique_id.h"
 
-#include "core/host_identity.h"
-
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/random.h>
@@ -9,9 +7,9 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 
 #include "bootstrap/store_registry.h"
+#include "core/host_identity.h"
 #include "core/params.h"
 #include "core/result.h"
 

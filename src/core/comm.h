@@ -16,6 +16,7 @@
 #include "core/comm_config.h"
 #include "core/redop_table.h"
 #include "core/registration.h"
+#include "host/plan_cache.h"
 #include "nccl.h"
 #include "transport/connection_table.h"
 
@@ -45,6 +46,7 @@ struct ncclComm {
   std::unique_ptr<chorus::ConnectionTable> conns;
   chorus::RedOpTable redops;
   chorus::RegistrationTable registrations;
+  chorus::PlanCache planCache;  // guarded by opMutex
 
   // Set by ncclCommAbort (or a shrink with NCCL_SHRINK_ABORT): every wait ends.
   std::atomic<bool> abortFlag{false};

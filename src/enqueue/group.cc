@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -46,68 +47,109 @@ ncclResult_t runInits(std::vector<std::function<ncclResult_t()>>& inits) {
 }
 
 // Groups the tasks by communicator, keeping each communicator's call order.
-std::vector<std::unique_ptr<HostPlan>> splitByComm(std::vector<Task>& tasks) {
-  std::vector<std::unique_ptr<HostPlan>> plans;
-  for (Task& t : tasks) {
-    auto it = std::find_if(plans.begin(), plans.end(), [&](auto& p) { return p->comm == t.comm; });
-    if (it == plans.end()) {
-      plans.push_back(std::make_unique<HostPlan>());
-      plans.back()->comm = t.comm;
-      it = plans.end() - 1;
-    }
-    (*it)->tasks.push_back(t);
+std::vector<std::vector<Task>> splitByComm(std::span<const Task> tasks) {
+  std::vector<std::vector<Task>> groups;
+  for (const Task& t : tasks) {
+    auto it = std::find_if(groups.begin(), groups.end(), [&](auto& g) { return g[0].comm == t.comm; });
+    if (it == groups.end()) groups.push_back({t});
+    else it->push_back(t);
   }
-  return plans;
+  return groups;
 }
 
-// Holds each communicator's operation lock and in-flight count for the
-// duration of the group (locks taken in address order: no lock-order cycles).
-class CommGuards {
+// Holds a communicator's operation lock and in-flight count while it runs.
+class CommGuard {
  public:
-  explicit CommGuards(std::vector<ncclComm*> comms) : comms_(std::move(comms)) {
-    std::sort(comms_.begin(), comms_.end());
-    for (ncclComm* c : comms_) {
-      c->opMutex.lock();
-      c->inflight.fetch_add(1);
-    }
+  explicit CommGuard(ncclComm* c) : comm_(c) {
+    comm_->opMutex.lock();
+    comm_->inflight.fetch_add(1);
   }
-  ~CommGuards() {
-    for (ncclComm* c : comms_) {
-      c->inflight.fetch_sub(1);
-      c->opMutex.unlock();
-    }
+  ~CommGuard() {
+    comm_->inflight.fetch_sub(1);
+    comm_->opMutex.unlock();
   }
+  CommGuard(const CommGuard&) = delete;
+  CommGuard& operator=(const CommGuard&) = delete;
 
  private:
-  std::vector<ncclComm*> comms_;
+  ncclComm* comm_;
 };
 
-ncclResult_t executeTasks(std::vector<Task>& tasks) {
+// The plan for one communicator's share of the group: from the cache when
+// the same operations were run before, else freshly built (and cached).
+ncclResult_t planFor(std::span<const Task> tasks, HostPlan** out) {
+  ncclComm* comm = tasks[0].comm;
+  CHORUS_CHECK(commCheckUsable(comm, collName(tasks[0].type)));
+  if (HostPlan* cached = comm->planCache.find(tasks)) {
+    *out = cached;
+    return ncclSuccess;
+  }
+  auto fresh = std::make_unique<HostPlan>();
+  fresh->comm = comm;
+  fresh->tasks.assign(tasks.begin(), tasks.end());
+  PlanBuilder builder(comm, fresh.get());
+  ncclResult_t res = builder.build();
+  if (res == ncclSuccess) {
+    WaitBound bound = waitBoundAfter(comm->config.timeoutMs, &comm->abortFlag);
+    res = comm->conns->connectAll(bound);
+  }
+  if (res != ncclSuccess) {
+    commSetError(comm, res, lastErrorMessage());
+    return res;
+  }
+  *out = comm->planCache.insert(std::move(fresh));
+  return ncclSuccess;
+}
+
+// Common case: every task on one communicator; no allocation when cached.
+ncclResult_t executeOnOneComm(std::span<const Task> tasks) {
+  CommGuard guard(tasks[0].comm);
+  HostPlan* plan = nullptr;
+  CHORUS_CHECK(planFor(tasks, &plan));
+  return runHostPlans(std::span<HostPlan* const>(&plan, 1));
+}
+
+// Several communicators driven by this thread. Every plan is built (and so
+// every receiver announced) before any sender waits for its handle.
+ncclResult_t executeOnManyComms(std::span<const Task> tasks) {
+  auto groups = splitByComm(tasks);
+  std::sort(groups.begin(), groups.end(), [](auto& a, auto& b) { return a[0].comm < b[0].comm; });
+  std::vector<std::unique_ptr<CommGuard>> guards;
+  for (auto& g : groups) guards.push_back(std::make_unique<CommGuard>(g[0].comm));
+  std::vector<HostPlan*> plans;
+  for (auto& g : groups) {
+    ncclComm* comm = g[0].comm;
+    CHORUS_CHECK(commCheckUsable(comm, collName(g[0].type)));
+    HostPlan* plan = comm->planCache.find(g);
+    if (plan == nullptr) {
+      auto fresh = std::make_unique<HostPlan>();
+      fresh->comm = comm;
+      fresh->tasks = g;
+      PlanBuilder builder(comm, fresh.get());
+      ncclResult_t res = builder.build();
+      if (res != ncclSuccess) {
+        commSetError(comm, res, lastErrorMessage());
+        return res;
+      }
+      plan = comm->planCache.insert(std::move(fresh));
+    }
+    plans.push_back(plan);
+  }
+  for (HostPlan* p : plans) {
+    ncclResult_t res = p->comm->conns->connectAll(waitBoundAfter(p->comm->config.timeoutMs, &p->comm->abortFlag));
+    if (res != ncclSuccess) {
+      commSetError(p->comm, res, lastErrorMessage());
+      return res;
+    }
+  }
+  return runHostPlans(plans);
+}
+
+ncclResult_t executeTasks(std::span<const Task> tasks) {
   if (tasks.empty()) return ncclSuccess;
-  auto plans = splitByComm(tasks);
-  std::vector<ncclComm*> comms;
-  for (auto& p : plans) comms.push_back(p->comm);
-  CommGuards guards(comms);
-  for (auto& p : plans) CHORUS_CHECK(commCheckUsable(p->comm, collName(p->tasks[0].type)));
-  std::vector<HostPlan*> raw;
-  for (auto& p : plans) {
-    PlanBuilder builder(p->comm, p.get());
-    ncclResult_t res = builder.build();
-    if (res != ncclSuccess) {
-      commSetError(p->comm, res, lastErrorMessage());
-      return res;
-    }
-    raw.push_back(p.get());
-  }
-  for (auto& p : plans) {
-    WaitBound bound{Clock::now() + std::chrono::milliseconds(p->comm->config.timeoutMs), &p->comm->abortFlag};
-    ncclResult_t res = p->comm->conns->connectAll(bound);
-    if (res != ncclSuccess) {
-      commSetError(p->comm, res, lastErrorMessage());
-      return res;
-    }
-  }
-  return runHostPlans(raw);
+  for (const Task& t : tasks)
+    if (t.comm != tasks[0].comm) return executeOnManyComms(tasks);
+  return executeOnOneComm(tasks);
 }
 
 }  // namespace
@@ -168,8 +210,7 @@ ncclResult_t enqueueTask(const Task& task) {
     tlsGroup.tasks.push_back(task);
     return ncclSuccess;
   }
-  std::vector<Task> one{task};
-  return executeTasks(one);
+  return executeTasks(std::span<const Task>(&task, 1));
 }
 
 ncclResult_t enqueueInit(std::function<ncclResult_t()> init) {

@@ -83,7 +83,7 @@ ncclResult_t checkFlags(HostPlan& plan) {
 }
 
 // Idle-time checks; returns an error when the group must stop.
-ncclResult_t idleChecks(const std::vector<HostPlan*>& plans, Clock::time_point lastProgress) {
+ncclResult_t idleChecks(std::span<HostPlan* const> plans, Clock::time_point lastProgress) {
   const auto now = Clock::now();
   for (HostPlan* p : plans) {
     CHORUS_CHECK(checkFlags(*p));
@@ -94,13 +94,13 @@ ncclResult_t idleChecks(const std::vector<HostPlan*>& plans, Clock::time_point l
   return ncclSuccess;
 }
 
-void markFailed(const std::vector<HostPlan*>& plans, ncclResult_t res) {
+void markFailed(std::span<HostPlan* const> plans, ncclResult_t res) {
   for (HostPlan* p : plans) commSetError(p->comm, res, lastErrorMessage());
 }
 
 }  // namespace
 
-ncclResult_t runHostPlans(const std::vector<HostPlan*>& plans) {
+ncclResult_t runHostPlans(std::span<HostPlan* const> plans) {
   int64_t spins = plans.empty() ? 0 : plans[0]->comm->config.spinCount;
   Backoff backoff(spins);
   auto lastProgress = Clock::now();

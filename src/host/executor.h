@@ -10,7 +10,7 @@
 // peer processes still exist, and the no-progress timeout.
 #pragma once
 
-#include <vector>
+#include <span>
 
 #include "host/host_plan.h"
 
@@ -18,7 +18,7 @@ namespace chorus {
 
 // On failure every plan's communicator is put into the error state and the
 // error (with a message naming the peer) is returned.
-ncclResult_t runHostPlans(const std::vector<HostPlan*>& plans);
+ncclResult_t runHostPlans(std::span<HostPlan* const> plans);
 
 // Moves one piece of the lane's current step if its connectors are ready.
 // Returns true if it did. On a protocol violation sets *err.

@@ -77,6 +77,7 @@ namespace {
 
 SimdLevel detectSimd() {
 #if defined(__x86_64__) && defined(__GNUC__)
+  __builtin_cpu_init();  // may run before libgcc's own constructor
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c")) return SimdLevel::Avx2;
 #endif
   return SimdLevel::Portable;

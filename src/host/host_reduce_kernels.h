@@ -127,16 +127,24 @@ CHORUS_INLINE void storeElem(unsigned char* p, T v) {
   std::memcpy(p, &v, sizeof v);
 }
 
+constexpr size_t kPortableBlock = 16;
+
 template <typename T, ReduceKind K, bool PreA, bool PreB, bool Post>
 inline void reduceRange(void* dst, const void* a, const void* b, size_t begin, size_t end, const KernelArgs& args) {
   const auto fn = makeFunc<T, K>(args);
   auto* d = static_cast<unsigned char*>(dst);
   const auto* x = static_cast<const unsigned char*>(a);
   const auto* y = static_cast<const unsigned char*>(b);
-  for (size_t i = begin; i < end; ++i) {
+  const auto step = [&](size_t i) {
     const size_t off = i * sizeof(T);
     storeElem(d + off, applyReduce<PreA, PreB, Post>(fn, loadElem<T>(x + off), loadElem<T>(y + off)));
-  }
+  };
+  size_t i = begin;
+  // Fixed-length blocks let the compiler vectorize the portable loop even
+  // under its cheapest cost model (-O2); the rest runs one by one.
+  for (; i + kPortableBlock <= end; i += kPortableBlock)
+    for (size_t j = 0; j < kPortableBlock; ++j) step(i + j);
+  for (; i < end; ++i) step(i);
 }
 
 template <typename T, ReduceKind K, bool Pre, bool Post>
@@ -144,10 +152,14 @@ inline void transformRange(void* dst, const void* src, size_t begin, size_t end,
   const auto fn = makeFunc<T, K>(args);
   auto* d = static_cast<unsigned char*>(dst);
   const auto* x = static_cast<const unsigned char*>(src);
-  for (size_t i = begin; i < end; ++i) {
+  const auto step = [&](size_t i) {
     const size_t off = i * sizeof(T);
     storeElem(d + off, applyTransform<Pre, Post>(fn, loadElem<T>(x + off)));
-  }
+  };
+  size_t i = begin;
+  for (; i + kPortableBlock <= end; i += kPortableBlock)
+    for (size_t j = 0; j < kPortableBlock; ++j) step(i + j);
+  for (; i < end; ++i) step(i);
 }
 
 // Kernel selection per instruction set; nullptr when that set has no kernel for

@@ -101,7 +101,7 @@ bool PreparedCase::createOp() {
 }
 
 uint64_t PreparedCase::input(int rank, size_t index) const {
-  if (collReduces(c_.coll)) return encodeValue(c_.type, reduceInput(c_.type, c_.op, nranks_, rank, index));
+  if (tables_) return tables_->input(rank, index);
   return payloadBits(c_.type, rank, index);
 }
 
@@ -109,8 +109,8 @@ uint64_t PreparedCase::expectedOut(size_t i) const {
   const size_t n = c_.count;
   switch (c_.coll) {
     case Coll::AllReduce:
-    case Coll::Reduce: return reduceExpectedBits(c_.type, c_.op, nranks_, i);
-    case Coll::ReduceScatter: return reduceExpectedBits(c_.type, c_.op, nranks_, static_cast<size_t>(rank_) * n + i);
+    case Coll::Reduce: return tables_->expected(i);
+    case Coll::ReduceScatter: return tables_->expected(static_cast<size_t>(rank_) * n + i);
     case Coll::Broadcast: return input(c_.root, i);
     case Coll::AllGather:
     case Coll::Gather: return input(static_cast<int>(i / n), i % n);
@@ -218,6 +218,10 @@ void PreparedCase::fillBuffers() {
 bool PreparedCase::prepare() {
   if (!RANK_OK(ctx_, ncclCommUserRank(comm_, &rank_)) || !RANK_OK(ctx_, ncclCommCount(comm_, &nranks_))) return false;
   esize_ = typeInfo(c_.type).size;
+  if (collReduces(c_.coll)) {
+    const size_t span = c_.coll == Coll::ReduceScatter ? c_.count * static_cast<size_t>(nranks_) : c_.count;
+    tables_ = std::make_unique<ReduceTables>(c_.type, c_.op, nranks_, span);
+  }
   if (!createOp()) return false;
   fillBuffers();
   if (keep_) {

@@ -76,6 +76,7 @@ class PreparedCase {
   ncclRedOp_t op_ = ncclSum;
   bool customOp_ = false;
   uint64_t scalar_ = 0;  // the device-residence scalar lives here; read when the op runs
+  std::unique_ptr<ReduceTables> tables_;  // reductions only
   std::unique_ptr<GuardedBuffer> send_, recv_;
   const void* sendPtr_ = nullptr;
   void* recvPtr_ = nullptr;

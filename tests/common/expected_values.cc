@@ -212,6 +212,7 @@ double preMulScalar(ncclDataType_t t, int rank) {
 
 double reduceInput(ncclDataType_t t, OpKind op, int nranks, int rank, size_t index) {
   const TypeInfo& ti = typeInfo(t);
+  index %= kInputPeriod;
   switch (op) {
     case OpKind::Sum:
     case OpKind::Avg: return smallValue(ti, magnitudeFor(ti, nranks, 1), rank, index, 0x51);
@@ -239,6 +240,17 @@ uint64_t reduceExpectedBits(ncclDataType_t t, OpKind op, int nranks, size_t inde
   if (ti.isFloat) return encodeValue(t, exact / nranks);
   // Integer average: the exact sum divided with C's truncation toward zero.
   return encodeValue(t, static_cast<double>(static_cast<int64_t>(exact) / nranks));
+}
+
+ReduceTables::ReduceTables(ncclDataType_t t, OpKind op, int nranks, size_t span)
+    : period_(std::clamp<size_t>(span, 1, kInputPeriod)),
+      inputs_(static_cast<size_t>(nranks) * period_),
+      expected_(period_) {
+  // With span < kInputPeriod, index % period_ == index for every index used.
+  for (int r = 0; r < nranks; ++r)
+    for (size_t i = 0; i < period_; ++i)
+      inputs_[static_cast<size_t>(r) * period_ + i] = encodeValue(t, reduceInput(t, op, nranks, r, i));
+  for (size_t i = 0; i < period_; ++i) expected_[i] = reduceExpectedBits(t, op, nranks, i);
 }
 
 uint64_t payloadBits(ncclDataType_t t, int rank, size_t index) {

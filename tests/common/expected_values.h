@@ -53,6 +53,25 @@ double reduceInput(ncclDataType_t t, OpKind op, int nranks, int rank, size_t ind
 // The exact result element `index` of reducing every rank's reduceInput.
 uint64_t reduceExpectedBits(ncclDataType_t t, OpKind op, int nranks, size_t index);
 
+// Inputs repeat with this (prime) period in the index, so a case can tabulate
+// inputs and expected results once instead of per element; a prime keeps
+// chunk and slot boundaries from lining up with it.
+inline constexpr size_t kInputPeriod = 4099;
+
+// reduceInput / reduceExpectedBits, encoded and tabulated over one period.
+class ReduceTables {
+ public:
+  // Covers indices [0, span); beyond one period the tables repeat.
+  ReduceTables(ncclDataType_t t, OpKind op, int nranks, size_t span);
+  uint64_t input(int rank, size_t index) const { return inputs_[static_cast<size_t>(rank) * period_ + index % period_]; }
+  uint64_t expected(size_t index) const { return expected_[index % period_]; }
+
+ private:
+  size_t period_;
+  std::vector<uint64_t> inputs_;
+  std::vector<uint64_t> expected_;
+};
+
 // A distinctive bit pattern for data-movement collectives: depends on
 // (rank, index); float types never get NaN/Inf codes.
 uint64_t payloadBits(ncclDataType_t t, int rank, size_t index);

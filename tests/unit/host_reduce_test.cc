@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <ostream>
 #include <random>
 #include <string>
 #include <type_traits>
@@ -19,6 +20,11 @@
 #include "kernels/common/float_types.h"
 
 namespace chorus {
+namespace host {
+// Readable parameter values in gtest failure messages.
+inline void PrintTo(SimdLevel level, std::ostream* os) { *os << (level == SimdLevel::Avx2 ? "Avx2" : "Portable"); }
+}  // namespace host
+
 namespace {
 
 using host::SimdLevel;

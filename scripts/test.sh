@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The test command (README, CI): installs dependencies, builds, runs the whole
+# suite, then builds with AddressSanitizer + UndefinedBehaviorSanitizer and
+# runs the suite again under them.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+"$root/scripts/setup.sh"
+export CHORUS_MODE=host
+jobs=$(nproc)
+
+echo "== build (RelWithDebInfo) =="
+"$root/scripts/build.sh" "$root/build"
+echo "== tests =="
+ctest --test-dir "$root/build" --output-on-failure -j "$jobs" --timeout 300
+
+echo "== build (ASan + UBSan) =="
+"$root/scripts/build.sh" "$root/build-san" -DCHORUS_SANITIZE=address,undefined -DCHORUS_BUILD_BENCHMARKS=OFF
+echo "== tests under sanitizers =="
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir "$root/build-san" --output-on-failure -j "$jobs" --timeout 600 -LE nosan

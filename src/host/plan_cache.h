@@ -1,0 +1,31 @@
+// Recently used plans of one communicator. Training loops and benchmarks
+// issue the same operation on the same buffers again and again; rebuilding
+// the plan (tuning, schedule expansion, connector lookups) would cost more
+// than moving a small message. A plan is reused only when every task field
+// that shaped it is identical, buffers included.
+#pragma once
+
+#include <list>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "host/host_plan.h"
+
+namespace chorus {
+
+class PlanCache {
+ public:
+  // A ready-to-run plan for exactly these tasks, or nullptr.
+  HostPlan* find(std::span<const Task> tasks);
+  // Takes ownership; evicts the least recently used plan beyond capacity.
+  HostPlan* insert(std::unique_ptr<HostPlan> plan);
+
+ private:
+  static constexpr size_t kCapacity = 16;
+  std::list<std::unique_ptr<HostPlan>> plans_;  // most recent first
+};
+
+bool sameTask(const Task& a, const Task& b);
+
+}  // namespace chorus
