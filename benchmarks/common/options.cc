@@ -128,7 +128,7 @@ int parseOptions(int argc, char** argv, const char* tool, Options* opts, bool* d
     }
     if (c == '?' || !applyOption(c, optarg, opts)) {
       if (c != '?') std::fprintf(stderr, "%s: invalid argument '%s' for -%c\n", tool, optarg, c);
-      std::fprintf(stderr, kUsage, tool);
+      std::fprintf(stderr, "Try '%s -h' for the options.\n", tool);
       *done = true;
       return 2;
     }

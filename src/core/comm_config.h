@@ -20,7 +20,7 @@ struct CommConfig {
   uint32_t nslots = 8;
   int64_t timeoutMs = 20000;
   int64_t initTimeoutMs = 60000;
-  int64_t spinCount = 2000;
+  int64_t spinCount = 500;
   std::string algo;   // NCCL_ALGO
   std::string proto;  // NCCL_PROTO
 };

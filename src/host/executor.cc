@@ -5,6 +5,8 @@
 #include <time.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <chrono>
 #include <string>
 
@@ -23,31 +25,57 @@ inline void cpuRelax() {
 #endif
 }
 
-// Escalating wait used when a whole pass made no progress.
+// Escalating wait used when a whole pass made no progress: a few polls with
+// the CPU's pause hint (the peer usually answers within a microsecond when it
+// has its own core), then sched_yield for up to ~2 ms (hands the core to a
+// rank that can progress when ranks outnumber cores), then sleeps growing to
+// 200 us so an idle wait costs almost no CPU.
 class Backoff {
  public:
   explicit Backoff(int64_t spins) : spins_(spins) {}
   void reset() { idle_ = 0; }
   void wait() {
-    ++idle_;
-    if (idle_ < spins_) {
+    if (idle_++ < spins_) {
       cpuRelax();
-    } else if (idle_ < spins_ + 200) {
-      sched_yield();
-    } else {
-      const long us = std::min<long>(200, 1 + (idle_ - spins_ - 200) / 8);
-      struct timespec ts {0, us * 1000};
-      nanosleep(&ts, nullptr);
+      return;
     }
+    if (idle_ == spins_ + 1) yieldStart_ = std::chrono::steady_clock::now();
+    const auto idleFor = std::chrono::steady_clock::now() - yieldStart_;
+    if (idleFor < std::chrono::milliseconds(2)) {
+      sched_yield();
+      return;
+    }
+    const long us = std::min<long>(200, 1 + std::chrono::duration_cast<std::chrono::milliseconds>(idleFor).count());
+    struct timespec ts {0, us * 1000};
+    nanosleep(&ts, nullptr);
   }
-  bool sleeping() const { return idle_ >= spins_; }
+  bool pastSpinning() const { return idle_ > spins_; }
 
  private:
   int64_t spins_;
   int64_t idle_ = 0;
+  std::chrono::steady_clock::time_point yieldStart_{};
 };
 
-bool peerAlive(int pid) { return pid <= 0 || kill(pid, 0) == 0 || errno != ESRCH; }
+// A peer process counts as gone when it no longer exists or is a zombie
+// (exited, not yet reaped by its parent).
+bool peerAlive(int pid) {
+  if (pid <= 0) return true;
+  if (kill(pid, 0) != 0) return errno != ESRCH;
+  char path[64];
+  snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+  FILE* f = fopen(path, "r");
+  if (f == nullptr) return true;
+  char state = 0;
+  // Format: pid (comm) state ...; comm may contain spaces, so find the last ')'.
+  char buf[512];
+  size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  const char* close = strrchr(buf, ')');
+  if (close != nullptr && close[1] == ' ') state = close[2];
+  return state != 'Z' && state != 'X';
+}
 
 // Describes what the first unfinished lane of `plan` is waiting for, and
 // reports a dead peer process if one is among them.
@@ -126,7 +154,7 @@ ncclResult_t runHostPlans(std::span<HostPlan* const> plans) {
       continue;
     }
     backoff.wait();
-    if (!backoff.sleeping()) continue;
+    if (!backoff.pastSpinning()) continue;
     const auto now = Clock::now();
     if (now - lastCheck < std::chrono::milliseconds(50)) continue;
     lastCheck = now;
