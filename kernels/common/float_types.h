@@ -111,10 +111,12 @@ CHORUS_HD CHORUS_INLINE half_t floatToHalf(float f) {
 
 CHORUS_HD CHORUS_INLINE bf16_t floatToBf16(float f) {
   const uint32_t u = fp::floatBits(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return bf16_t{uint16_t((u >> 16) | 0x40u)};
   // Same exponent range as fp32: only the mantissa is rounded; overflow
   // carries into the exponent and ends at infinity, as IEEE requires.
-  return bf16_t{uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16)};
+  // Written as a select (not an early return) so loops over it vectorize.
+  const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  const uint32_t quietNan = (u >> 16) | 0x40u;
+  return bf16_t{uint16_t((u & 0x7fffffffu) > 0x7f800000u ? quietNan : rounded)};
 }
 
 CHORUS_HD CHORUS_INLINE fp8e4m3_t floatToFp8e4m3(float f) {

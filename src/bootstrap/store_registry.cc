@@ -78,7 +78,7 @@ ncclResult_t serveCommId(const UniqueIdInfo& info, std::shared_ptr<Store>* store
                 info.addr.str().c_str(), why.c_str());
   }
   auto server = findRegisteredServer(bound, info.secret);
-  *store = server ? server->attachLocal(server) : nullptr;
+  *store = server ? server->attachLocal() : nullptr;
   if (*store == nullptr)
     return fail(ncclInternalError, "bootstrap: the store server at %s stopped as soon as it started",
                 bound.str().c_str());
@@ -113,7 +113,7 @@ ncclResult_t connectStore(const ncclUniqueId& id, int rank, const WaitBound& bou
   CHORUS_CHECK(decodeUniqueId(id, &info));
   Lookup found = lookup(info.addr, info.secret);
   if (found.server != nullptr) {
-    *store = found.server->attachLocal(found.server);
+    *store = found.server->attachLocal();
     if (*store != nullptr) {
       CHORUS_TRACE(kLogBootstrap, "bootstrap: rank %d uses the in-process store for %s", rank,
                    info.addr.str().c_str());

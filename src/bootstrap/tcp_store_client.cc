@@ -126,13 +126,13 @@ void TcpStoreClient::pump(int timeoutMs) {
   std::vector<std::pair<uint32_t, Reply>> got;
   size_t off = 0;
   while (lostWhy.empty() && rx_.size() - off >= wire::kHeaderBytes) {
-    uint32_t len = wire::readLength(&rx_[off]);
+    uint32_t len = wire::readLength(rx_.data() + off);
     if (len > wire::kMaxFrameBytes + 1024 || len < wire::kMinFrameBytes + 1) {
       lostWhy = "protocol error: bad reply length " + std::to_string(len);
       break;
     }
     if (rx_.size() - off - wire::kHeaderBytes < len) break;
-    wire::Reader r(&rx_[off + wire::kHeaderBytes], len);
+    wire::Reader r(rx_.data() + off + wire::kHeaderBytes, len);
     uint8_t op = 0, status = 0;
     uint32_t req = 0;
     r.u8(&op);
@@ -142,7 +142,7 @@ void TcpStoreClient::pump(int timeoutMs) {
       lostWhy = "protocol error: unexpected frame type " + std::to_string(op);
       break;
     }
-    const uint8_t* body = &rx_[off + wire::kHeaderBytes + wire::kMinFrameBytes + 1];
+    const uint8_t* body = rx_.data() + off + wire::kHeaderBytes + wire::kMinFrameBytes + 1;
     Reply rep{true, static_cast<Status>(status), std::vector<uint8_t>(body, body + (len - wire::kMinFrameBytes - 1))};
     got.emplace_back(req, std::move(rep));
     off += wire::kHeaderBytes + len;

@@ -144,12 +144,12 @@ void TcpStoreServer::stop() {
   mailbox_->wake();
 }
 
-std::shared_ptr<Store> TcpStoreServer::attachLocal(const std::shared_ptr<TcpStoreServer>& self) {
+std::shared_ptr<Store> TcpStoreServer::attachLocal() {
   std::lock_guard<std::mutex> lock(mu_);
   if (closing_) return nullptr;
   ++localClients_;
   hadClients_ = true;
-  return std::make_shared<LocalHandle>(self);
+  return std::make_shared<LocalHandle>(shared_from_this());
 }
 
 void TcpStoreServer::releaseLocal() {
@@ -178,6 +178,7 @@ bool TcpStoreServer::shouldExit() {
 int TcpStoreServer::pollTimeoutMs(Clock::time_point now) const {
   // Wake at least once a second; sooner when a hello or a half frame is due.
   auto next = now + std::chrono::seconds(1);
+  if (acceptPausedUntil_ > now) next = std::min(next, acceptPausedUntil_);
   auto stall = std::chrono::milliseconds(opts_.stallMs);
   for (const auto& [id, c] : conns_) {
     if (!c->authed) next = std::min(next, c->opened + stall);
@@ -194,7 +195,9 @@ void TcpStoreServer::run() {
     pfds.clear();
     ids.clear();
     pfds.push_back(pollfd{mailbox_->rd.get(), POLLIN, 0});
-    pfds.push_back(pollfd{listenFd_.get(), POLLIN, 0});
+    // poll() skips negative descriptors: that is how accepting pauses.
+    bool accepting = Clock::now() >= acceptPausedUntil_;
+    pfds.push_back(pollfd{accepting ? listenFd_.get() : -1, POLLIN, 0});
     for (const auto& [id, c] : conns_) {
       short ev = POLLIN;
       if (c->outOff < c->out.size()) ev |= POLLOUT;
@@ -238,9 +241,12 @@ void TcpStoreServer::acceptAll() {
     int fd = accept4(listenFd_.get(), peer.sa(), &peer.len, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
-      if (errno != EAGAIN && errno != EWOULDBLOCK)
-        CHORUS_WARN(kLogBootstrap, "bootstrap: store server at %s: accept failed: %s", addr_.str().c_str(),
-                    strerror(errno));
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+      // Out of descriptors or similar: the pending connection stays queued and
+      // would wake poll() at once, so stop listening for a moment instead of spinning.
+      CHORUS_WARN(kLogBootstrap, "bootstrap: store server at %s: accept failed: %s; pausing new connections for 1 s",
+                  addr_.str().c_str(), strerror(errno));
+      acceptPausedUntil_ = Clock::now() + std::chrono::seconds(1);
       return;
     }
     auto c = std::make_unique<Conn>();
@@ -287,12 +293,12 @@ void TcpStoreServer::readFrom(Conn& c) {
 void TcpStoreServer::parseFrames(Conn& c) {
   size_t off = 0;
   while (!c.dead && c.in.size() - off >= wire::kHeaderBytes) {
-    uint32_t len = wire::readLength(&c.in[off]);
+    uint32_t len = wire::readLength(c.in.data() + off);
     uint32_t cap = c.authed ? opts_.maxFrameBytes : wire::kMaxHelloBytes;
     if (len > cap) return refuse(c, "frame of %u bytes exceeds the %u-byte limit", len, cap);
     if (len < wire::kMinFrameBytes) return refuse(c, "frame of %u bytes is too short", len);
     if (c.in.size() - off - wire::kHeaderBytes < len) break;
-    handleFrame(c, &c.in[off + wire::kHeaderBytes], len);
+    handleFrame(c, c.in.data() + off + wire::kHeaderBytes, len);
     off += wire::kHeaderBytes + len;
   }
   if (!c.dead) c.in.erase(c.in.begin(), c.in.begin() + static_cast<std::ptrdiff_t>(off));

@@ -27,7 +27,7 @@
 
 namespace chorus {
 
-class TcpStoreServer {
+class TcpStoreServer : public std::enable_shared_from_this<TcpStoreServer> {
  public:
   struct Options {
     int64_t stallMs = 5000;  // hello deadline and half-frame stall limit
@@ -44,7 +44,7 @@ class TcpStoreServer {
   const SockAddr& address() const { return addr_; }
   // A Store over the served data for ranks in this process, counted as a client
   // until it is destroyed. nullptr once the server has begun shutting down.
-  std::shared_ptr<Store> attachLocal(const std::shared_ptr<TcpStoreServer>& self);
+  std::shared_ptr<Store> attachLocal();
   // Stops serving now (process teardown, tests); in-process handles keep working.
   void stop();
   bool finished() const { return finished_.load(std::memory_order_acquire); }
@@ -86,6 +86,7 @@ class TcpStoreServer {
   std::unique_ptr<std::thread> thread_;
   std::map<uint64_t, std::unique_ptr<Conn>> conns_;  // server thread only
   uint64_t nextConn_ = 1;
+  Clock::time_point acceptPausedUntil_{};  // server thread only
 
   mutable std::mutex mu_;  // guards the client counts below
   int localClients_ = 0;

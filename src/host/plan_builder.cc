@@ -51,6 +51,7 @@ ncclResult_t PlanBuilder::expand(const Task& task, const TuneDecision& d) {
     return expandP2P(*this, task, &selfSends_, &selfRecvs_);
   if (nranks() == 1) return expandLocal(*this, task);
   if (d.algo == Algo::Tree) return expandTree(*this, task, d);
+  if (d.algo == Algo::Direct) return expandDirect(*this, task, d);
   return expandRing(*this, task, d);
 }
 

@@ -40,6 +40,7 @@ class PlanBuilder {
 // Per-algorithm expanders.
 ncclResult_t expandRing(PlanBuilder& b, const Task& t, const TuneDecision& d);
 ncclResult_t expandTree(PlanBuilder& b, const Task& t, const TuneDecision& d);
+ncclResult_t expandDirect(PlanBuilder& b, const Task& t, const TuneDecision& d);
 ncclResult_t expandP2P(PlanBuilder& b, const Task& t, std::vector<const Task*>* selfSends,
                        std::vector<const Task*>* selfRecvs);
 ncclResult_t expandLocal(PlanBuilder& b, const Task& t);

@@ -12,6 +12,7 @@ const char* className(ConnClass c) {
     case ConnClass::TreeUp: return "tree-up";
     case ConnClass::TreeDown: return "tree-down";
     case ConnClass::P2P: return "p2p";
+    case ConnClass::Direct: return "direct";
   }
   return "?";
 }

@@ -18,7 +18,7 @@ namespace chorus {
 
 // Connectors are separate per use so that two independent progress lanes
 // never share a FIFO (their slot sequences would interleave).
-enum class ConnClass : uint8_t { Ring = 0, TreeUp = 1, TreeDown = 2, P2P = 3 };
+enum class ConnClass : uint8_t { Ring = 0, TreeUp = 1, TreeDown = 2, P2P = 3, Direct = 4 };
 
 struct ConnKey {
   ConnClass cls;

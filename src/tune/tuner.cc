@@ -52,7 +52,7 @@ std::string sectionFor(const std::string& spec, CollType coll) {
   return "";
 }
 
-constexpr const char* kAlgoNames[] = {"ring", "tree"};
+constexpr const char* kAlgoNames[] = {"ring", "tree", "direct"};
 constexpr const char* kProtoNames[] = {"simple", "ll"};
 
 double pipelineUs(int hops, double chunkBytes, double pieceBytes, double alphaUs, double betaGBs) {
@@ -68,10 +68,10 @@ const char* algoName(Algo a) { return a == Algo::Ring ? "Ring" : a == Algo::Tree
 const char* protoName(Proto p) { return p == Proto::Simple ? "Simple" : "LL"; }
 
 unsigned allowedAlgos(const std::string& spec, CollType coll) {
-  if (spec.empty()) return 0x3;
+  if (spec.empty()) return 0x7;
   std::string section = sectionFor(spec, coll);
-  if (section.empty()) return 0x3;
-  return parseList(section, kAlgoNames, 2);
+  if (section.empty()) return 0x7;
+  return parseList(section, kAlgoNames, 3);
 }
 
 unsigned allowedProtos(const std::string& spec) {
@@ -91,8 +91,9 @@ double estimateUs(Algo algo, Proto proto, CollType coll, size_t bytes, int nrank
   double t = 0;
   switch (coll) {
     case CollType::AllReduce:
-      t = algo == Algo::Tree ? pipelineUs(2 * sched::treeDepth(n), S / 2, piece, alpha, beta)
-                             : pipelineUs(2 * (n - 1), S / n, piece, alpha, beta);
+      if (algo == Algo::Tree) t = pipelineUs(2 * sched::treeDepth(n), S / 2, piece, alpha, beta);
+      else if (algo == Algo::Direct) t = pipelineUs(1, S, piece, alpha, beta) + S / (cost.betaGBs * 1e3);
+      else t = pipelineUs(2 * (n - 1), S / n, piece, alpha, beta);
       break;
     case CollType::AllGather:
     case CollType::ReduceScatter: t = pipelineUs(n - 1, S / n, piece, alpha, beta); break;
@@ -111,6 +112,8 @@ ncclResult_t tuneTask(const Task& task, int nranks, const CommConfig& cfg, TuneD
                    task.type == CollType::Gather || task.type == CollType::Scatter;
   unsigned algos = p2p ? (1u << static_cast<int>(Algo::Direct)) : allowedAlgos(cfg.algo, task.type);
   if (task.type != CollType::AllReduce) algos &= ~(1u << static_cast<int>(Algo::Tree));
+  // Direct exchange (both ranks reduce everything) exists for 2-rank all-reduce only.
+  if (!p2p && (task.type != CollType::AllReduce || nranks != 2)) algos &= ~(1u << static_cast<int>(Algo::Direct));
   if (algos == 0) {
     // The forced algorithm does not implement this collective: use the ring.
     CHORUS_INFO(kLogTune, "NCCL_ALGO=%s has no algorithm for %s; using Ring", cfg.algo.c_str(), collName(task.type));

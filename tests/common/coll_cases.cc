@@ -294,6 +294,14 @@ bool PreparedCase::verify() {
   return ok;
 }
 
+bool PreparedCase::recvStillPoisoned() const {
+  if (!recv_) return true;
+  const auto* p = static_cast<const uint8_t*>(recv_->data());
+  for (size_t i = 0; i < recv_->bytes(); ++i)
+    if (p[i] != GuardedBuffer::kPoisonByte) return false;
+  return true;
+}
+
 bool runCase(RankCtx& ctx, ncclComm_t comm, const Case& c) {
   PreparedCase p(ctx, comm, c);
   if (!p.prepare()) return false;

@@ -56,6 +56,9 @@ class PreparedCase {
   // Checks results, untouched inputs and guards. False on failure (recorded).
   bool verify();
   const Case& spec() const { return c_; }
+  // True while every byte of an out-of-place recvbuff still holds the poison
+  // (the call has not written anything yet).
+  bool recvStillPoisoned() const;
 
  private:
   struct Buffers;

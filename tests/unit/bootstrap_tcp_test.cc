@@ -52,7 +52,7 @@ std::vector<uint8_t> helloFrame(const wire::Secret& secret) {
 TEST(BootstrapTcp, ThreadsShareDataWithTheInProcessStore) {
   auto secret = secretOf(1);
   auto srv = startServer(secret);
-  auto local = srv->attachLocal(srv);
+  auto local = srv->attachLocal();
   ASSERT_NE(local, nullptr);
   constexpr int kClients = 4;
   std::vector<std::thread> ts;

@@ -1,0 +1,132 @@
+// Point-to-point patterns inside groups: all-pairs exchange, send/recv to
+// oneself, fan-out from one rank, several messages to the same peer (matched
+// in call order), zero-byte messages, and uneven sizes per peer.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <vector>
+
+#include "common/expected_values.h"
+#include "common/rank_runner.h"
+
+namespace chorus::test {
+namespace {
+
+// Data rank `from` sends to rank `to` as message `msg`, element i.
+uint64_t message(ncclDataType_t t, int from, int to, int msg, size_t i) {
+  return payloadBits(t, from, (static_cast<size_t>(to) * 16 + static_cast<size_t>(msg)) * 1000003 + i);
+}
+
+struct Transfer {
+  int peer;
+  int msg;
+  size_t count;
+};
+
+// Posts every send and recv of this rank in one group, then checks every
+// received message and every guard.
+void exchange(RankCtx& ctx, ncclDataType_t t, const std::vector<Transfer>& sends,
+              const std::vector<Transfer>& recvs) {
+  const size_t es = typeInfo(t).size;
+  std::vector<std::unique_ptr<GuardedBuffer>> sb, rb;
+  for (const Transfer& s : sends) {
+    sb.push_back(std::make_unique<GuardedBuffer>(s.count * es));
+    for (size_t i = 0; i < s.count; ++i) storeElem(sb.back()->data(), i, es, message(t, ctx.rank, s.peer, s.msg, i));
+  }
+  for (const Transfer& r : recvs) {
+    rb.push_back(std::make_unique<GuardedBuffer>(r.count * es));
+    rb.back()->poison();
+  }
+  if (!RANK_OK(ctx, ncclGroupStart())) return;
+  for (size_t k = 0; k < sends.size(); ++k)
+    RANK_OK(ctx, ncclSend(sb[k]->data(), sends[k].count, t, sends[k].peer, ctx.comm, nullptr));
+  for (size_t k = 0; k < recvs.size(); ++k)
+    RANK_OK(ctx, ncclRecv(rb[k]->data(), recvs[k].count, t, recvs[k].peer, ctx.comm, nullptr));
+  if (!RANK_OK(ctx, ncclGroupEnd())) return;
+  for (size_t k = 0; k < recvs.size(); ++k) {
+    const Transfer& r = recvs[k];
+    size_t bad = 0;
+    for (size_t i = 0; i < r.count; ++i)
+      bad += loadElem(rb[k]->data(), i, es) != message(t, r.peer, ctx.rank, r.msg, i);
+    if (bad) ctx.fail("rank %d: message %d from rank %d: %zu of %zu elements wrong", ctx.rank, r.msg, r.peer, bad, r.count);
+    std::string damage = rb[k]->guardDamage();
+    if (!damage.empty()) ctx.fail("rank %d: recv from %d: %s", ctx.rank, r.peer, damage.c_str());
+  }
+  for (size_t k = 0; k < sends.size(); ++k) {
+    size_t bad = 0;
+    for (size_t i = 0; i < sends[k].count; ++i)
+      bad += loadElem(sb[k]->data(), i, es) != message(t, ctx.rank, sends[k].peer, sends[k].msg, i);
+    if (bad) ctx.fail("rank %d: send buffer to %d was modified", ctx.rank, sends[k].peer);
+  }
+}
+
+// Message sizes differ per (sender, receiver) pair, including empty ones.
+size_t pairCount(int from, int to) { return static_cast<size_t>((from * 7 + to * 13) % 5) * 997; }
+
+class P2P : public ::testing::TestWithParam<int> {};
+
+TEST_P(P2P, AllPairsIncludingSelf) {
+  const int n = GetParam();
+  runThreads(n, [&](RankCtx& ctx) {
+    for (ncclDataType_t t : {ncclFloat32, ncclInt8, ncclFloat64}) {
+      std::vector<Transfer> sends, recvs;
+      for (int p = 0; p < n; ++p) {
+        sends.push_back({p, 0, pairCount(ctx.rank, p)});
+        recvs.push_back({p, 0, pairCount(p, ctx.rank)});
+      }
+      exchange(ctx, t, sends, recvs);
+    }
+  });
+}
+
+TEST_P(P2P, SelfSendRecv) {
+  const int n = GetParam();
+  runThreads(n, [&](RankCtx& ctx) {
+    for (size_t count : {size_t{0}, size_t{1}, size_t{100003}})
+      exchange(ctx, ncclBfloat16, {{ctx.rank, 0, count}}, {{ctx.rank, 0, count}});
+  });
+}
+
+TEST_P(P2P, FanOutFromRoot) {
+  const int n = GetParam();
+  runThreads(n, [&](RankCtx& ctx) {
+    std::vector<Transfer> sends, recvs;
+    if (ctx.rank == 0)
+      for (int p = 1; p < n; ++p) sends.push_back({p, 0, 4099});
+    else
+      recvs.push_back({0, 0, 4099});
+    exchange(ctx, ncclUint32, sends, recvs);
+  });
+}
+
+TEST_P(P2P, SeveralMessagesToOnePeerMatchInOrder) {
+  const int n = GetParam();
+  runThreads(n, [&](RankCtx& ctx) {
+    const int next = (ctx.rank + 1) % n, prev = (ctx.rank + n - 1) % n;
+    std::vector<Transfer> sends, recvs;
+    for (int m = 0; m < 4; ++m) {
+      const size_t count = static_cast<size_t>(m) * 40000 + 1;
+      sends.push_back({next, m, count});
+      recvs.push_back({prev, m, count});
+    }
+    exchange(ctx, ncclFloat16, sends, recvs);
+  });
+}
+
+TEST_P(P2P, ProcessesAllPairs) {
+  const int n = GetParam();
+  if (n > 4) GTEST_SKIP() << "forked variant runs at small rank counts only";
+  runProcesses(n, [&](RankCtx& ctx) {
+    std::vector<Transfer> sends, recvs;
+    for (int p = 0; p < n; ++p) {
+      sends.push_back({p, 0, pairCount(ctx.rank, p) * 10 + 1});
+      recvs.push_back({p, 0, pairCount(p, ctx.rank) * 10 + 1});
+    }
+    exchange(ctx, ncclFloat32, sends, recvs);
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, P2P, ::testing::Values(1, 2, 3, 4, 8));
+
+}  // namespace
+}  // namespace chorus::test
