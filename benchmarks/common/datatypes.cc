@@ -33,7 +33,7 @@ const Alias kTypeAliases[] = {
     {"fp16", ncclFloat16},      {"float32", ncclFloat32},    {"fp32", ncclFloat32},
     {"float64", ncclFloat64},   {"fp64", ncclFloat64},       {"bf16", ncclBfloat16},
     {"fp8e4m3", ncclFloat8e4m3}, {"fp8e5m2", ncclFloat8e5m2}, {"e4m3", ncclFloat8e4m3},
-    {"e5m2", ncclFloat8e5m2},
+    {"e5m2", ncclFloat8e5m2},   {"fp8_e4m3", ncclFloat8e4m3}, {"fp8_e5m2", ncclFloat8e5m2},
 };
 
 struct OpName {
@@ -159,6 +159,8 @@ bool parseTypes(const std::string& arg, std::vector<ncclDataType_t>* out) {
 }
 
 const char* opName(BenchOp op) {
+  // The table column keeps nccl-tests' 6-character spelling, which scripts match on.
+  if (op == BenchOp::PreMulSum) return "mulsum";
   for (const OpName& o : kOps)
     if (o.op == op) return o.name;
   return "none";

@@ -38,6 +38,7 @@ bool parseTypes(const std::string& arg, std::vector<ncclDataType_t>* out);
 // with a scalar of 2; None is used by collectives that do not reduce.
 enum class BenchOp { Sum, Prod, Max, Min, Avg, PreMulSum, None };
 
+// Name in the redop column ("mulsum" for PreMulSum, as nccl-tests prints it).
 const char* opName(BenchOp op);
 // Parses a -o argument: one name or "all". False on an unknown name.
 bool parseOps(const std::string& arg, std::vector<BenchOp>* out);

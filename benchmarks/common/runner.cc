@@ -156,7 +156,17 @@ void sweepConfig(ThreadRanks& t, ncclDataType_t type, BenchOp op, int root, cons
 }
 
 void teardown(ThreadRanks& t) {
-  for (auto& r : t.ranks) BENCH_NCCL(ncclCommFinalize(r->comm), r.get());
+  // Finalizing waits for the peers, so one thread cannot finalize its
+  // communicators one after the other. NCCL allows grouping the calls, but
+  // helper threads work whatever the library does with a grouped finalize.
+  if (t.ranks.size() == 1) {
+    BENCH_NCCL(ncclCommFinalize(t.ranks[0]->comm), t.ranks[0].get());
+  } else {
+    std::vector<std::thread> helpers;
+    for (auto& r : t.ranks)
+      helpers.emplace_back([&r] { BENCH_NCCL(ncclCommFinalize(r->comm), r.get()); });
+    for (std::thread& h : helpers) h.join();
+  }
   waitReady(t);
   for (auto& r : t.ranks) {
     BENCH_NCCL(ncclCommDestroy(r->comm), r.get());

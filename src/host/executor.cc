@@ -12,6 +12,7 @@
 
 #include "core/comm.h"
 #include "core/result.h"
+#include "host/stream_copy.h"
 
 namespace chorus {
 namespace {
@@ -147,7 +148,10 @@ ncclResult_t runHostPlans(std::span<HostPlan* const> plans) {
         pending |= !lane.finished();
       }
     }
-    if (!pending) return ncclSuccess;
+    if (!pending) {
+      host::streamFence();
+      return ncclSuccess;
+    }
     if (progressed) {
       backoff.reset();
       lastProgress = Clock::now();

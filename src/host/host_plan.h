@@ -27,6 +27,7 @@ struct HostStep {
   uint8_t nSend = 0;
   bool preSrc = false;  // apply PreMulSum's scalar to src
   bool post = false;    // apply SumPostDiv's division to the result
+  bool streamDst = false;  // dst is much larger than the caches: write it with non-temporal stores
   const char* src = nullptr;
   char* dst = nullptr;
   size_t count = 0;  // elements

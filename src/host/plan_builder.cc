@@ -1,5 +1,7 @@
 #include "host/plan_builder.h"
 
+#include <algorithm>
+
 #include "core/comm.h"
 #include "core/result.h"
 
@@ -79,6 +81,21 @@ ncclResult_t PlanBuilder::pairSelfCopies() {
   return ncclSuccess;
 }
 
+// Outputs at least this large are written with non-temporal stores: they
+// cannot stay in cache anyway, and skipping the read-for-ownership saves a
+// third of the DRAM traffic of the final copies.
+constexpr size_t kStreamOutputBytes = 4u << 20;
+
+void PlanBuilder::markStreamingOutputs() {
+  std::vector<const ReduceSpec*> large;
+  for (const Task& t : plan_->tasks)
+    if (taskBytes(t, nranks()) >= kStreamOutputBytes) large.push_back(&t.spec);
+  if (large.empty()) return;
+  for (Lane& lane : plan_->lanes)
+    for (HostStep& s : lane.steps)
+      s.streamDst = s.dst != nullptr && std::find(large.begin(), large.end(), s.spec) != large.end();
+}
+
 ncclResult_t PlanBuilder::build() {
   plan_->estimatedUs = 0;
   for (const Task& task : plan_->tasks) {
@@ -87,7 +104,9 @@ ncclResult_t PlanBuilder::build() {
     plan_->estimatedUs += d.estimatedUs;
     CHORUS_CHECK(expand(task, d));
   }
-  return pairSelfCopies();
+  CHORUS_CHECK(pairSelfCopies());
+  markStreamingOutputs();
+  return ncclSuccess;
 }
 
 ncclResult_t expandLocal(PlanBuilder& b, const Task& t) {

@@ -30,6 +30,7 @@ class PlanBuilder {
  private:
   ncclResult_t expand(const Task& task, const TuneDecision& d);
   ncclResult_t pairSelfCopies();
+  void markStreamingOutputs();
 
   ncclComm* comm_;
   HostPlan* plan_;

@@ -4,6 +4,7 @@
 
 #include "core/result.h"
 #include "host/executor.h"
+#include "host/stream_copy.h"
 
 namespace chorus {
 namespace {
@@ -64,8 +65,15 @@ bool progressLane(Lane& lane, ncclResult_t* err) {
   // Compute into the first send slot when there is one (it stays in cache for
   // the peer), else straight into the output.
   char* target = s.nSend ? s.send[0]->slot() : dst;
-  combine(s, target, src, n);
-  if (dst != nullptr && dst != target) std::memcpy(dst, target, bytes);
+  if (s.streamDst && target == dst && s.nRecv == 1 && src == nullptr && !s.post) {
+    host::streamCopy(dst, s.recv[0]->slot(), bytes);  // a pure receive into a large output
+  } else {
+    combine(s, target, src, n);
+    if (dst != nullptr && dst != target) {
+      if (s.streamDst) host::streamCopy(dst, target, bytes);
+      else std::memcpy(dst, target, bytes);
+    }
+  }
   for (int i = 1; i < s.nSend; ++i) std::memcpy(s.send[i]->slot(), target, bytes);
   for (int i = 0; i < s.nSend; ++i) s.send[i]->post(bytes);
   for (int i = 0; i < s.nRecv; ++i) s.recv[i]->release();
