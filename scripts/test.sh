@@ -6,6 +6,8 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 "$root/scripts/setup.sh"
 export CHORUS_MODE=host
+# Bootstrap traffic of the tests stays on loopback.
+export NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-lo}
 jobs=$(nproc)
 
 echo "== build (RelWithDebInfo) =="

@@ -18,8 +18,14 @@ void expected(const Layout& l, int, int, int, std::vector<Segment>* out) {
   out->push_back({0, l.recvCount, true, 0, 0});
 }
 
-const CollSpec kSpec{.name = "AllReduce", .reduces = true, .rooted = false, .inPlaceChecked = true, .layout = layout,
-                     .busFactor = busFactor, .launch = launch, .expected = expected};
+const CollSpec kSpec{.name = "AllReduce",
+                     .reduces = true,
+                     .rooted = false,
+                     .inPlaceChecked = true,
+                     .layout = layout,
+                     .busFactor = busFactor,
+                     .launch = launch,
+                     .expected = expected};
 
 }  // namespace
 }  // namespace chorus_bench

@@ -19,8 +19,14 @@ void expected(const Layout& l, int rank, int n, int, std::vector<Segment>* out) 
   for (int p = 0; p < n; ++p) out->push_back({p * l.paramCount, l.paramCount, false, p, rank * l.paramCount});
 }
 
-const CollSpec kSpec{.name = "AlltoAll", .reduces = false, .rooted = false, .inPlaceChecked = false, .layout = layout,
-                     .busFactor = busFactor, .launch = launch, .expected = expected};
+const CollSpec kSpec{.name = "AlltoAll",
+                     .reduces = false,
+                     .rooted = false,
+                     .inPlaceChecked = false,
+                     .layout = layout,
+                     .busFactor = busFactor,
+                     .launch = launch,
+                     .expected = expected};
 
 }  // namespace
 }  // namespace chorus_bench

@@ -17,8 +17,14 @@ void expected(const Layout& l, int, int, int root, std::vector<Segment>* out) {
   out->push_back({0, l.recvCount, false, root, 0});
 }
 
-const CollSpec kSpec{.name = "Broadcast", .reduces = false, .rooted = true, .inPlaceChecked = true, .layout = layout,
-                     .busFactor = busFactor, .launch = launch, .expected = expected};
+const CollSpec kSpec{.name = "Broadcast",
+                     .reduces = false,
+                     .rooted = true,
+                     .inPlaceChecked = true,
+                     .layout = layout,
+                     .busFactor = busFactor,
+                     .launch = launch,
+                     .expected = expected};
 
 }  // namespace
 }  // namespace chorus_bench

@@ -21,8 +21,14 @@ void expected(const Layout& l, int rank, int n, int root, std::vector<Segment>* 
   for (int p = 0; p < n; ++p) out->push_back({p * l.paramCount, l.paramCount, false, p, 0});
 }
 
-const CollSpec kSpec{.name = "Gather", .reduces = false, .rooted = true, .inPlaceChecked = true, .layout = layout,
-                     .busFactor = busFactor, .launch = launch, .expected = expected};
+const CollSpec kSpec{.name = "Gather",
+                     .reduces = false,
+                     .rooted = true,
+                     .inPlaceChecked = true,
+                     .layout = layout,
+                     .busFactor = busFactor,
+                     .launch = launch,
+                     .expected = expected};
 
 }  // namespace
 }  // namespace chorus_bench

@@ -17,8 +17,14 @@ void expected(const Layout& l, int rank, int, int root, std::vector<Segment>* ou
   if (rank == root) out->push_back({0, l.recvCount, true, 0, 0});
 }
 
-const CollSpec kSpec{.name = "Reduce", .reduces = true, .rooted = true, .inPlaceChecked = true, .layout = layout,
-                     .busFactor = busFactor, .launch = launch, .expected = expected};
+const CollSpec kSpec{.name = "Reduce",
+                     .reduces = true,
+                     .rooted = true,
+                     .inPlaceChecked = true,
+                     .layout = layout,
+                     .busFactor = busFactor,
+                     .launch = launch,
+                     .expected = expected};
 
 }  // namespace
 }  // namespace chorus_bench

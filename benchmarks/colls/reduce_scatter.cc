@@ -20,8 +20,14 @@ void expected(const Layout& l, int rank, int, int, std::vector<Segment>* out) {
   out->push_back({0, l.paramCount, true, 0, rank * l.paramCount});
 }
 
-const CollSpec kSpec{.name = "ReduceScatter", .reduces = true, .rooted = false, .inPlaceChecked = true, .layout = layout,
-                     .busFactor = busFactor, .launch = launch, .expected = expected};
+const CollSpec kSpec{.name = "ReduceScatter",
+                     .reduces = true,
+                     .rooted = false,
+                     .inPlaceChecked = true,
+                     .layout = layout,
+                     .busFactor = busFactor,
+                     .launch = launch,
+                     .expected = expected};
 
 }  // namespace
 }  // namespace chorus_bench

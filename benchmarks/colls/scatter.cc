@@ -20,8 +20,14 @@ void expected(const Layout& l, int rank, int, int root, std::vector<Segment>* ou
   out->push_back({0, l.paramCount, false, root, rank * l.paramCount});
 }
 
-const CollSpec kSpec{.name = "Scatter", .reduces = false, .rooted = true, .inPlaceChecked = true, .layout = layout,
-                     .busFactor = busFactor, .launch = launch, .expected = expected};
+const CollSpec kSpec{.name = "Scatter",
+                     .reduces = false,
+                     .rooted = true,
+                     .inPlaceChecked = true,
+                     .layout = layout,
+                     .busFactor = busFactor,
+                     .launch = launch,
+                     .expected = expected};
 
 }  // namespace
 }  // namespace chorus_bench

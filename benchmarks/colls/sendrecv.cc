@@ -24,8 +24,14 @@ void expected(const Layout& l, int rank, int n, int, std::vector<Segment>* out) 
   out->push_back({0, l.recvCount, false, (rank + n - 1) % n, 0});
 }
 
-const CollSpec kSpec{.name = "SendRecv", .reduces = false, .rooted = false, .inPlaceChecked = false, .layout = layout,
-                     .busFactor = busFactor, .launch = launch, .expected = expected};
+const CollSpec kSpec{.name = "SendRecv",
+                     .reduces = false,
+                     .rooted = false,
+                     .inPlaceChecked = false,
+                     .layout = layout,
+                     .busFactor = busFactor,
+                     .launch = launch,
+                     .expected = expected};
 
 }  // namespace
 }  // namespace chorus_bench

@@ -68,7 +68,8 @@ std::vector<std::string> gatherRankLines(ThreadRanks& t) {
   Rank& first = *t.ranks[0];
   const size_t total = kLineBytes * job.nranks;
   const char* view = static_cast<const char*>(first.mem.beginView(gathered[0], total, true));
-  for (int r = 0; r < job.nranks; ++r) lines.emplace_back(view + kLineBytes * r, strnlen(view + kLineBytes * r, kLineBytes));
+  for (int r = 0; r < job.nranks; ++r)
+    lines.emplace_back(view + kLineBytes * r, strnlen(view + kLineBytes * r, kLineBytes));
   first.mem.endView(gathered[0], const_cast<char*>(view), total, false);
   for (size_t k = 0; k < t.ranks.size(); ++k) t.ranks[k]->mem.release(gathered[k]);
   return lines;

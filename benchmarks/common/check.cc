@@ -52,8 +52,8 @@ size_t countWith(const ValueScheme& scheme, const Reader& read, const std::vecto
   size_t wrong = 0;
   for (const Segment& s : segments) {
     for (size_t j = 0; j < s.count; ++j) {
-      const double want = s.reduced ? scheme.reduced(s.srcOffset + j)
-                                    : static_cast<double>(scheme.input(s.srcRank, s.srcOffset + j));
+      const double want =
+          s.reduced ? scheme.reduced(s.srcOffset + j) : static_cast<double>(scheme.input(s.srcRank, s.srcOffset + j));
       const double got = read(s.recvOffset + j);
       // Written so that NaN (the poison of floating types) counts as wrong.
       if (!(std::fabs(got - want) <= scheme.tolerance(want))) ++wrong;
@@ -76,10 +76,14 @@ std::vector<double> decodeTable(ncclDataType_t type, size_t width) {
 void fillInput(const ValueScheme& scheme, int rank, void* dst, size_t count) {
   auto* d = static_cast<unsigned char*>(dst);
   switch (typeInfo(scheme.type()).size) {
-    case 1: return fillTyped<1>(scheme, rank, d, count);
-    case 2: return fillTyped<2>(scheme, rank, d, count);
-    case 4: return fillTyped<4>(scheme, rank, d, count);
-    default: return fillTyped<8>(scheme, rank, d, count);
+    case 1:
+      return fillTyped<1>(scheme, rank, d, count);
+    case 2:
+      return fillTyped<2>(scheme, rank, d, count);
+    case 4:
+      return fillTyped<4>(scheme, rank, d, count);
+    default:
+      return fillTyped<8>(scheme, rank, d, count);
   }
 }
 
@@ -94,14 +98,22 @@ void fillPoison(ncclDataType_t type, void* dst, size_t count) {
 size_t countWrong(const ValueScheme& scheme, const void* recv, const std::vector<Segment>& segments) {
   const ncclDataType_t type = scheme.type();
   switch (type) {
-    case ncclInt8: return countWith(scheme, PlainReader<int8_t>{static_cast<const int8_t*>(recv)}, segments);
-    case ncclUint8: return countWith(scheme, PlainReader<uint8_t>{static_cast<const uint8_t*>(recv)}, segments);
-    case ncclInt32: return countWith(scheme, PlainReader<int32_t>{static_cast<const int32_t*>(recv)}, segments);
-    case ncclUint32: return countWith(scheme, PlainReader<uint32_t>{static_cast<const uint32_t*>(recv)}, segments);
-    case ncclInt64: return countWith(scheme, PlainReader<int64_t>{static_cast<const int64_t*>(recv)}, segments);
-    case ncclUint64: return countWith(scheme, PlainReader<uint64_t>{static_cast<const uint64_t*>(recv)}, segments);
-    case ncclFloat32: return countWith(scheme, PlainReader<float>{static_cast<const float*>(recv)}, segments);
-    case ncclFloat64: return countWith(scheme, PlainReader<double>{static_cast<const double*>(recv)}, segments);
+    case ncclInt8:
+      return countWith(scheme, PlainReader<int8_t>{static_cast<const int8_t*>(recv)}, segments);
+    case ncclUint8:
+      return countWith(scheme, PlainReader<uint8_t>{static_cast<const uint8_t*>(recv)}, segments);
+    case ncclInt32:
+      return countWith(scheme, PlainReader<int32_t>{static_cast<const int32_t*>(recv)}, segments);
+    case ncclUint32:
+      return countWith(scheme, PlainReader<uint32_t>{static_cast<const uint32_t*>(recv)}, segments);
+    case ncclInt64:
+      return countWith(scheme, PlainReader<int64_t>{static_cast<const int64_t*>(recv)}, segments);
+    case ncclUint64:
+      return countWith(scheme, PlainReader<uint64_t>{static_cast<const uint64_t*>(recv)}, segments);
+    case ncclFloat32:
+      return countWith(scheme, PlainReader<float>{static_cast<const float*>(recv)}, segments);
+    case ncclFloat64:
+      return countWith(scheme, PlainReader<double>{static_cast<const double*>(recv)}, segments);
     default: {
       const size_t width = typeInfo(type).size;
       const std::vector<double> table = decodeTable(type, width);

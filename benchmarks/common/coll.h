@@ -12,9 +12,9 @@ namespace chorus_bench {
 
 // Buffer shapes for one row of the table, in elements.
 struct Layout {
-  size_t sendCount = 0;  // elements each rank's send buffer holds
-  size_t recvCount = 0;  // elements each rank's receive buffer holds
-  size_t paramCount = 0; // the count passed to the API and printed
+  size_t sendCount = 0;   // elements each rank's send buffer holds
+  size_t recvCount = 0;   // elements each rank's receive buffer holds
+  size_t paramCount = 0;  // the count passed to the API and printed
   // In-place runs carve both pointers out of the receive allocation:
   // send = base + rank * sendInplaceOffset, recv = base + rank * recvInplaceOffset.
   size_t sendInplaceOffset = 0;

@@ -29,11 +29,10 @@ struct Alias {
   ncclDataType_t type;
 };
 const Alias kTypeAliases[] = {
-    {"char", ncclInt8},         {"int", ncclInt32},          {"float16", ncclFloat16},
-    {"fp16", ncclFloat16},      {"float32", ncclFloat32},    {"fp32", ncclFloat32},
-    {"float64", ncclFloat64},   {"fp64", ncclFloat64},       {"bf16", ncclBfloat16},
-    {"fp8e4m3", ncclFloat8e4m3}, {"fp8e5m2", ncclFloat8e5m2}, {"e4m3", ncclFloat8e4m3},
-    {"e5m2", ncclFloat8e5m2},   {"fp8_e4m3", ncclFloat8e4m3}, {"fp8_e5m2", ncclFloat8e5m2},
+    {"char", ncclInt8},       {"int", ncclInt32},           {"float16", ncclFloat16},     {"fp16", ncclFloat16},
+    {"float32", ncclFloat32}, {"fp32", ncclFloat32},        {"float64", ncclFloat64},     {"fp64", ncclFloat64},
+    {"bf16", ncclBfloat16},   {"fp8e4m3", ncclFloat8e4m3},  {"fp8e5m2", ncclFloat8e5m2},  {"e4m3", ncclFloat8e4m3},
+    {"e5m2", ncclFloat8e5m2}, {"fp8_e4m3", ncclFloat8e4m3}, {"fp8_e5m2", ncclFloat8e5m2},
 };
 
 struct OpName {
@@ -180,55 +179,90 @@ bool parseOps(const std::string& arg, std::vector<BenchOp>* out) {
 
 ncclRedOp_t builtinOp(BenchOp op) {
   switch (op) {
-    case BenchOp::Prod: return ncclProd;
-    case BenchOp::Max: return ncclMax;
-    case BenchOp::Min: return ncclMin;
-    case BenchOp::Avg: return ncclAvg;
-    default: return ncclSum;
+    case BenchOp::Prod:
+      return ncclProd;
+    case BenchOp::Max:
+      return ncclMax;
+    case BenchOp::Min:
+      return ncclMin;
+    case BenchOp::Avg:
+      return ncclAvg;
+    default:
+      return ncclSum;
   }
 }
 
 void encodeValue(ncclDataType_t type, double v, void* dst) {
   switch (type) {
-    case ncclInt8: return storeAs<int8_t>(v, dst);
-    case ncclUint8: return storeAs<uint8_t>(v, dst);
-    case ncclInt32: return storeAs<int32_t>(v, dst);
-    case ncclUint32: return storeAs<uint32_t>(v, dst);
-    case ncclInt64: return storeAs<int64_t>(v, dst);
-    case ncclUint64: return storeAs<uint64_t>(v, dst);
-    case ncclFloat32: return storeAs<float>(v, dst);
-    case ncclFloat64: return storeAs<double>(v, dst);
-    case ncclFloat16: return storeBits<uint16_t>(encodeMini(kHalf, v), dst);
-    case ncclBfloat16: return storeBits<uint16_t>(encodeMini(kBf16, v), dst);
-    case ncclFloat8e4m3: return storeBits<uint8_t>(encodeMini(kE4m3, v), dst);
-    case ncclFloat8e5m2: return storeBits<uint8_t>(encodeMini(kE5m2, v), dst);
-    default: return;
+    case ncclInt8:
+      return storeAs<int8_t>(v, dst);
+    case ncclUint8:
+      return storeAs<uint8_t>(v, dst);
+    case ncclInt32:
+      return storeAs<int32_t>(v, dst);
+    case ncclUint32:
+      return storeAs<uint32_t>(v, dst);
+    case ncclInt64:
+      return storeAs<int64_t>(v, dst);
+    case ncclUint64:
+      return storeAs<uint64_t>(v, dst);
+    case ncclFloat32:
+      return storeAs<float>(v, dst);
+    case ncclFloat64:
+      return storeAs<double>(v, dst);
+    case ncclFloat16:
+      return storeBits<uint16_t>(encodeMini(kHalf, v), dst);
+    case ncclBfloat16:
+      return storeBits<uint16_t>(encodeMini(kBf16, v), dst);
+    case ncclFloat8e4m3:
+      return storeBits<uint8_t>(encodeMini(kE4m3, v), dst);
+    case ncclFloat8e5m2:
+      return storeBits<uint8_t>(encodeMini(kE5m2, v), dst);
+    default:
+      return;
   }
 }
 
 double decodeValue(ncclDataType_t type, const void* src) {
   switch (type) {
-    case ncclInt8: return loadAs<int8_t>(src);
-    case ncclUint8: return loadAs<uint8_t>(src);
-    case ncclInt32: return loadAs<int32_t>(src);
-    case ncclUint32: return loadAs<uint32_t>(src);
-    case ncclInt64: return loadAs<int64_t>(src);
-    case ncclUint64: return loadAs<uint64_t>(src);
-    case ncclFloat32: return loadAs<float>(src);
-    case ncclFloat64: return loadAs<double>(src);
-    case ncclFloat16: return decodeMini(kHalf, loadBits<uint16_t>(src));
-    case ncclBfloat16: return decodeMini(kBf16, loadBits<uint16_t>(src));
-    case ncclFloat8e4m3: return decodeMini(kE4m3, loadBits<uint8_t>(src));
-    case ncclFloat8e5m2: return decodeMini(kE5m2, loadBits<uint8_t>(src));
-    default: return 0;
+    case ncclInt8:
+      return loadAs<int8_t>(src);
+    case ncclUint8:
+      return loadAs<uint8_t>(src);
+    case ncclInt32:
+      return loadAs<int32_t>(src);
+    case ncclUint32:
+      return loadAs<uint32_t>(src);
+    case ncclInt64:
+      return loadAs<int64_t>(src);
+    case ncclUint64:
+      return loadAs<uint64_t>(src);
+    case ncclFloat32:
+      return loadAs<float>(src);
+    case ncclFloat64:
+      return loadAs<double>(src);
+    case ncclFloat16:
+      return decodeMini(kHalf, loadBits<uint16_t>(src));
+    case ncclBfloat16:
+      return decodeMini(kBf16, loadBits<uint16_t>(src));
+    case ncclFloat8e4m3:
+      return decodeMini(kE4m3, loadBits<uint8_t>(src));
+    case ncclFloat8e5m2:
+      return decodeMini(kE5m2, loadBits<uint8_t>(src));
+    default:
+      return 0;
   }
 }
 
 void poisonValue(ncclDataType_t type, void* dst) {
   const TypeInfo& t = typeInfo(type);
   switch (t.cls) {
-    case TypeClass::Float: std::memset(dst, 0xff, t.size); return;  // NaN in every float format
-    case TypeClass::UnsignedInt: std::memset(dst, 0xff, t.size); return;
+    case TypeClass::Float:
+      std::memset(dst, 0xff, t.size);
+      return;  // NaN in every float format
+    case TypeClass::UnsignedInt:
+      std::memset(dst, 0xff, t.size);
+      return;
     case TypeClass::SignedInt:
       std::memset(dst, 0, t.size);
       static_cast<unsigned char*>(dst)[t.size - 1] = 0x80;  // little-endian minimum

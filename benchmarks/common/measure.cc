@@ -74,8 +74,8 @@ void launchAll(ThreadRanks& t, const RowConfig& row, bool inPlace, int agg) {
     for (auto& rp : t.ranks) {
       Rank& r = *rp;
       const Pointers p = pointersFor(r, row.layout, elt, inPlace);
-      const LaunchArgs args{p.send, p.recv, row.layout.paramCount, row.type, r.op, row.root,
-                            r.rank, job.nranks, r.comm, r.mem.stream()};
+      const LaunchArgs args{p.send,     p.recv, row.layout.paramCount, row.type, r.op, row.root, r.rank,
+                            job.nranks, r.comm, r.mem.stream()};
       BENCH_NCCL(job.spec->launch(args), &r);
     }
   }

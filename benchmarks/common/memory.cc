@@ -14,8 +14,9 @@ ncclResult_t Memory::init(ncclComm_t comm) {
   ncclResult_t res = chorusCommGetMode(comm, &mode_);
   if (res != ncclSuccess) return res;
   if (mode_ != chorusModeHost) {
-    std::fprintf(stderr, "chorus benchmarks: GPU-mode communicators are not supported yet; "
-                         "run with CHORUS_MODE=host\n");
+    std::fprintf(stderr,
+                 "chorus benchmarks: GPU-mode communicators are not supported yet; "
+                 "run with CHORUS_MODE=host\n");
     return ncclInvalidUsage;
   }
   stream_ = nullptr;

@@ -33,16 +33,23 @@ const char kUsage[] =
     "Multi-process: run under chorusrun (or set CHORUS_RANK, CHORUS_WORLD_SIZE and\n"
     "NCCL_COMM_ID=host:port), or use the *_mpi variant under mpirun.\n";
 
-const option kLongOptions[] = {
-    {"nthreads", required_argument, nullptr, 't'},   {"ngpus", required_argument, nullptr, 'g'},
-    {"minbytes", required_argument, nullptr, 'b'},   {"maxbytes", required_argument, nullptr, 'e'},
-    {"stepbytes", required_argument, nullptr, 'i'},  {"stepfactor", required_argument, nullptr, 'f'},
-    {"iters", required_argument, nullptr, 'n'},      {"warmup_iters", required_argument, nullptr, 'w'},
-    {"agg_iters", required_argument, nullptr, 'm'},  {"check", required_argument, nullptr, 'c'},
-    {"datatype", required_argument, nullptr, 'd'},   {"op", required_argument, nullptr, 'o'},
-    {"root", required_argument, nullptr, 'r'},       {"blocking", required_argument, nullptr, 'z'},
-    {"average", required_argument, nullptr, 'a'},    {"help", no_argument, nullptr, 'h'},
-    {nullptr, 0, nullptr, 0}};
+const option kLongOptions[] = {{"nthreads", required_argument, nullptr, 't'},
+                               {"ngpus", required_argument, nullptr, 'g'},
+                               {"minbytes", required_argument, nullptr, 'b'},
+                               {"maxbytes", required_argument, nullptr, 'e'},
+                               {"stepbytes", required_argument, nullptr, 'i'},
+                               {"stepfactor", required_argument, nullptr, 'f'},
+                               {"iters", required_argument, nullptr, 'n'},
+                               {"warmup_iters", required_argument, nullptr, 'w'},
+                               {"agg_iters", required_argument, nullptr, 'm'},
+                               {"check", required_argument, nullptr, 'c'},
+                               {"datatype", required_argument, nullptr, 'd'},
+                               {"op", required_argument, nullptr, 'o'},
+                               {"root", required_argument, nullptr, 'r'},
+                               {"blocking", required_argument, nullptr, 'z'},
+                               {"average", required_argument, nullptr, 'a'},
+                               {"help", no_argument, nullptr, 'h'},
+                               {nullptr, 0, nullptr, 0}};
 
 bool parseInt(const char* text, long lo, long hi, int* out) {
   char* end = nullptr;
@@ -64,18 +71,30 @@ bool parseFactor(const char* text, double* out) {
 // Applies one option; false when its argument is invalid.
 bool applyOption(int c, const char* arg, Options* o) {
   switch (c) {
-    case 't': return parseInt(arg, 1, 1024, &o->nThreads);
-    case 'g': return parseInt(arg, 1, 1024, &o->ranksPerThread);
-    case 'b': return parseSize(arg, &o->minBytes);
-    case 'e': return parseSize(arg, &o->maxBytes);
-    case 'i': return parseSize(arg, &o->stepBytes) && o->stepBytes > 0;
-    case 'f': return parseFactor(arg, &o->stepFactor);
-    case 'n': return parseInt(arg, 1, 1 << 30, &o->iters);
-    case 'w': return parseInt(arg, 0, 1 << 30, &o->warmupIters);
-    case 'm': return parseInt(arg, 1, 1 << 20, &o->aggIters);
-    case 'c': return parseInt(arg, 0, 1 << 20, &o->checkIters);
-    case 'd': return parseTypes(arg, &o->types);
-    case 'o': return parseOps(arg, &o->ops);
+    case 't':
+      return parseInt(arg, 1, 1024, &o->nThreads);
+    case 'g':
+      return parseInt(arg, 1, 1024, &o->ranksPerThread);
+    case 'b':
+      return parseSize(arg, &o->minBytes);
+    case 'e':
+      return parseSize(arg, &o->maxBytes);
+    case 'i':
+      return parseSize(arg, &o->stepBytes) && o->stepBytes > 0;
+    case 'f':
+      return parseFactor(arg, &o->stepFactor);
+    case 'n':
+      return parseInt(arg, 1, 1 << 30, &o->iters);
+    case 'w':
+      return parseInt(arg, 0, 1 << 30, &o->warmupIters);
+    case 'm':
+      return parseInt(arg, 1, 1 << 20, &o->aggIters);
+    case 'c':
+      return parseInt(arg, 0, 1 << 20, &o->checkIters);
+    case 'd':
+      return parseTypes(arg, &o->types);
+    case 'o':
+      return parseOps(arg, &o->ops);
     case 'r':
       if (std::strcmp(arg, "all") == 0) return (o->root = -1), true;
       return parseInt(arg, 0, 1 << 30, &o->root);
@@ -91,7 +110,8 @@ bool applyOption(int c, const char* arg, Options* o) {
       o->average = static_cast<Average>(v);
       return true;
     }
-    default: return false;
+    default:
+      return false;
   }
 }
 
@@ -104,11 +124,25 @@ bool parseSize(const char* text, size_t* out) {
   if (errno || end == text || text[0] == '-') return false;
   unsigned shift = 0;
   switch (*end) {
-    case '\0': break;
-    case 'k': case 'K': shift = 10; ++end; break;
-    case 'm': case 'M': shift = 20; ++end; break;
-    case 'g': case 'G': shift = 30; ++end; break;
-    default: return false;
+    case '\0':
+      break;
+    case 'k':
+    case 'K':
+      shift = 10;
+      ++end;
+      break;
+    case 'm':
+    case 'M':
+      shift = 20;
+      ++end;
+      break;
+    case 'g':
+    case 'G':
+      shift = 30;
+      ++end;
+      break;
+    default:
+      return false;
   }
   if (*end == 'B' || *end == 'b') ++end;  // accept "16MB" as well
   if (*end != '\0' || (shift && v > (~0ull >> shift))) return false;
@@ -134,8 +168,7 @@ int parseOptions(int argc, char** argv, const char* tool, Options* opts, bool* d
     }
   }
   if (optind < argc || opts->minBytes > opts->maxBytes) {
-    std::fprintf(stderr, "%s: %s\n", tool,
-                 optind < argc ? "unexpected positional argument" : "-b must not exceed -e");
+    std::fprintf(stderr, "%s: %s\n", tool, optind < argc ? "unexpected positional argument" : "-b must not exceed -e");
     *done = true;
     return 2;
   }

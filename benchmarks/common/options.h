@@ -15,19 +15,19 @@ enum class Average { Rank0 = 0, Mean = 1, Min = 2, Max = 3 };
 struct Options {
   size_t minBytes = 32u << 20;
   size_t maxBytes = 32u << 20;
-  double stepFactor = 1.0;     // > 1: geometric sweep (-f)
-  size_t stepBytes = 1u << 20; // used when stepFactor <= 1 (-i)
+  double stepFactor = 1.0;      // > 1: geometric sweep (-f)
+  size_t stepBytes = 1u << 20;  // used when stepFactor <= 1 (-i)
   int iters = 20;
   int warmupIters = 5;
   int aggIters = 1;
-  int checkIters = 1;          // 0: no results check
+  int checkIters = 1;  // 0: no results check
   int nThreads = 1;
   int ranksPerThread = 1;
-  bool blockingInit = true;    // false: config.blocking = 0, poll for ncclInProgress
+  bool blockingInit = true;  // false: config.blocking = 0, poll for ncclInProgress
   Average average = Average::Mean;
   std::vector<ncclDataType_t> types{ncclFloat32};
   std::vector<BenchOp> ops{BenchOp::Sum};
-  int root = 0;                // -1: every root in turn (-r all)
+  int root = 0;  // -1: every root in turn (-r all)
 };
 
 // Parses argv. Returns 0 to go on, otherwise the exit code to leave with

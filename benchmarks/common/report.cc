@@ -34,17 +34,19 @@ void printPreamble(const Job& job, const std::vector<std::string>& rankLines) {
   ncclGetVersion(&version);
   std::printf("# %s (Chorus, NCCL API %d)\n", job.spec->name, version);
   if (o.stepFactor > 1.0)
-    std::printf("# nThread %d nGpus %d minBytes %zu maxBytes %zu step: %g(factor) warmup iters: %d iters: %d "
-                "agg iters: %d validation: %d graph: 0\n",
-                o.nThreads, o.ranksPerThread, o.minBytes, o.maxBytes, o.stepFactor, o.warmupIters, o.iters,
-                o.aggIters, o.checkIters);
+    std::printf(
+        "# nThread %d nGpus %d minBytes %zu maxBytes %zu step: %g(factor) warmup iters: %d iters: %d "
+        "agg iters: %d validation: %d graph: 0\n",
+        o.nThreads, o.ranksPerThread, o.minBytes, o.maxBytes, o.stepFactor, o.warmupIters, o.iters, o.aggIters,
+        o.checkIters);
   else
-    std::printf("# nThread %d nGpus %d minBytes %zu maxBytes %zu step: %zu(bytes) warmup iters: %d iters: %d "
-                "agg iters: %d validation: %d graph: 0\n",
-                o.nThreads, o.ranksPerThread, o.minBytes, o.maxBytes, o.stepBytes, o.warmupIters, o.iters,
-                o.aggIters, o.checkIters);
-  std::printf("#\n# Launch: %s, %d process(es), %d rank(s) in total, %s communicators\n", job.world.how,
-              job.world.size, job.nranks, o.blockingInit ? "blocking" : "non-blocking");
+    std::printf(
+        "# nThread %d nGpus %d minBytes %zu maxBytes %zu step: %zu(bytes) warmup iters: %d iters: %d "
+        "agg iters: %d validation: %d graph: 0\n",
+        o.nThreads, o.ranksPerThread, o.minBytes, o.maxBytes, o.stepBytes, o.warmupIters, o.iters, o.aggIters,
+        o.checkIters);
+  std::printf("#\n# Launch: %s, %d process(es), %d rank(s) in total, %s communicators\n", job.world.how, job.world.size,
+              job.nranks, o.blockingInit ? "blocking" : "non-blocking");
   std::printf("# Using devices\n");
   for (const std::string& line : rankLines) std::printf("%s\n", line.c_str());
   std::printf("#\n");
@@ -52,10 +54,10 @@ void printPreamble(const Job& job, const std::vector<std::string>& rankLines) {
 
 void printTableHeader() {
   std::printf("#%74s%31s\n", "out-of-place", "in-place");
-  std::printf("#%11s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %6s  %6s %6s\n", "size", "count", "type",
-              "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong");
-  std::printf("#%11s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %6s  %6s %6s\n", "(B)", "(elements)", "", "",
-              "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
+  std::printf("#%11s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %6s  %6s %6s\n", "size", "count", "type", "redop",
+              "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong");
+  std::printf("#%11s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %6s  %6s %6s\n", "(B)", "(elements)", "", "", "",
+              "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
 }
 
 void printRow(size_t bytes, size_t count, const RowConfig& row, const CollSpec& spec, const Measurement& oop,

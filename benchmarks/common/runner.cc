@@ -27,8 +27,7 @@ void initComms(ThreadRanks& t) {
   }
   // Several communicators created by one thread must be created in one group.
   if (perThread > 1) BENCH_NCCL(ncclGroupStart(), nullptr);
-  for (auto& r : t.ranks)
-    BENCH_NCCL(ncclCommInitRankConfig(&r->comm, job.nranks, job.id, r->rank, &config), r.get());
+  for (auto& r : t.ranks) BENCH_NCCL(ncclCommInitRankConfig(&r->comm, job.nranks, job.id, r->rank, &config), r.get());
   if (perThread > 1) BENCH_NCCL(ncclGroupEnd(), nullptr);
   waitReady(t);
   for (auto& r : t.ranks) BENCH_NCCL(r->mem.init(r->comm), r.get());
@@ -44,8 +43,8 @@ void allocBuffers(ThreadRanks& t, const std::vector<size_t>& sizes) {
   for (ncclDataType_t type : job.opts.types) {
     const size_t elt = typeInfo(type).size;
     const Layout l = job.spec->layout(largest / elt, elt, job.nranks);
-    const size_t inplace = std::max((n - 1) * l.sendInplaceOffset + l.sendCount,
-                                    (n - 1) * l.recvInplaceOffset + l.recvCount);
+    const size_t inplace =
+        std::max((n - 1) * l.sendInplaceOffset + l.sendCount, (n - 1) * l.recvInplaceOffset + l.recvCount);
     sendBytes = std::max(sendBytes, l.sendCount * elt);
     recvBytes = std::max({recvBytes, l.recvCount * elt, inplace * elt});
   }
@@ -92,8 +91,8 @@ std::vector<std::vector<double>> measureHalf(ThreadRanks& t, const RowConfig& ro
 }
 
 // Turns the per-rank {time, wrong} of both halves into what rank 0 prints.
-void agreeRow(ThreadRanks& t, const std::vector<std::vector<double>>& oop,
-              const std::vector<std::vector<double>>& ip, Measurement* mo, Measurement* mi) {
+void agreeRow(ThreadRanks& t, const std::vector<std::vector<double>>& oop, const std::vector<std::vector<double>>& ip,
+              Measurement* mo, Measurement* mi) {
   const Job& job = *t.job;
   std::vector<std::vector<double>> times;
   std::vector<std::vector<double>> wrongs;
@@ -163,8 +162,7 @@ void teardown(ThreadRanks& t) {
     BENCH_NCCL(ncclCommFinalize(t.ranks[0]->comm), t.ranks[0].get());
   } else {
     std::vector<std::thread> helpers;
-    for (auto& r : t.ranks)
-      helpers.emplace_back([&r] { BENCH_NCCL(ncclCommFinalize(r->comm), r.get()); });
+    for (auto& r : t.ranks) helpers.emplace_back([&r] { BENCH_NCCL(ncclCommFinalize(r->comm), r.get()); });
     for (std::thread& h : helpers) h.join();
   }
   waitReady(t);
@@ -174,6 +172,15 @@ void teardown(ThreadRanks& t) {
     r->mem.release(r->recv);
     r->mem.release(r->scratch);
   }
+}
+
+// -r all runs every rank as root in turn; unrooted collectives run once.
+std::vector<int> rootsToRun(const Job& job) {
+  if (!job.spec->rooted) return {0};
+  if (job.opts.root >= 0) return {job.opts.root};
+  std::vector<int> roots;
+  for (int r = 0; r < job.nranks; ++r) roots.push_back(r);
+  return roots;
 }
 
 }  // namespace
@@ -190,16 +197,11 @@ void runThread(Job* job, int thread) {
     printPreamble(*job, lines);
     printTableHeader();
   }
-  std::vector<int> roots;
-  if (!job->spec->rooted) roots = {0};
-  else if (job->opts.root >= 0) roots = {job->opts.root};
-  else for (int r = 0; r < job->nranks; ++r) roots.push_back(r);
-  std::vector<BenchOp> ops = job->opts.ops;
-  if (!job->spec->reduces) ops = {BenchOp::None};
+  const std::vector<BenchOp> ops = job->spec->reduces ? job->opts.ops : std::vector<BenchOp>{BenchOp::None};
   Totals totals;
   for (ncclDataType_t type : job->opts.types)
     for (BenchOp op : ops)
-      for (int root : roots) sweepConfig(t, type, op, root, sizes, &totals);
+      for (int root : rootsToRun(*job)) sweepConfig(t, type, op, root, sizes, &totals);
   if (t.printer()) printSummary(totals.wrong, totals.rows ? totals.busBwSum / totals.rows : 0.0);
   if (totals.wrong > 0) job->exitCode.store(1);
   teardown(t);

@@ -36,10 +36,18 @@ double ValueScheme::reduced(size_t idx) const {
   for (int r = 1; r < nranks_; ++r) {
     const int64_t v = input(r, idx);
     switch (op_) {
-      case BenchOp::Prod: acc *= v; break;
-      case BenchOp::Max: acc = std::max(acc, v); break;
-      case BenchOp::Min: acc = std::min(acc, v); break;
-      default: acc += v; break;
+      case BenchOp::Prod:
+        acc *= v;
+        break;
+      case BenchOp::Max:
+        acc = std::max(acc, v);
+        break;
+      case BenchOp::Min:
+        acc = std::min(acc, v);
+        break;
+      default:
+        acc += v;
+        break;
     }
   }
   if (op_ == BenchOp::PreMulSum) return static_cast<double>(acc) * kPreMulScalar;

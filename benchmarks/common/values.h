@@ -42,10 +42,10 @@ class ValueScheme {
   ncclDataType_t type_;
   BenchOp op_;
   int nranks_;
-  int64_t k_;         // inputs lie in [-k_, k_] (or [0, k_])
-  bool signed_;       // negative inputs allowed
-  bool oneHot_;       // k_ < 1: one contributing rank per element
-  double tolEps_;     // relative precision of the type (floating avg only)
+  int64_t k_;      // inputs lie in [-k_, k_] (or [0, k_])
+  bool signed_;    // negative inputs allowed
+  bool oneHot_;    // k_ < 1: one contributing rank per element
+  double tolEps_;  // relative precision of the type (floating avg only)
 };
 
 }  // namespace chorus_bench

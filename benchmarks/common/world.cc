@@ -78,8 +78,7 @@ bool envWorld(ProcessWorld* world) {
     int rank = -1;
     int size = 0;
     if (!envInt(p.rank, &rank) || !envInt(p.size, &size) || size < 1 || rank >= size) {
-      std::fprintf(stderr, "chorus benchmarks: %s/%s must be set together, with 0 <= rank < size\n", p.rank,
-                   p.size);
+      std::fprintf(stderr, "chorus benchmarks: %s/%s must be set together, with 0 <= rank < size\n", p.rank, p.size);
       return false;
     }
     world->rank = rank;

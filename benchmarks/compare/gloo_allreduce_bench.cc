@@ -18,8 +18,8 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -104,8 +104,8 @@ double timeAllreduce(const Context& ctx, Runner& runner, const float* in, int it
   return meanOverRanks(ctx, us.count() / iters);
 }
 
-long checkAllreduce(const Context& ctx, Runner& runner, std::vector<float>& in, std::vector<float>& out,
-                    size_t count, bool inPlace) {
+long checkAllreduce(const Context& ctx, Runner& runner, std::vector<float>& in, std::vector<float>& out, size_t count,
+                    bool inPlace) {
   for (size_t i = 0; i < count; ++i) {
     (inPlace ? out : in)[i] = compare::inputValue(ctx->rank, i);
     if (!inPlace) out[i] = -1.0f;
@@ -145,8 +145,9 @@ int main(int argc, char** argv) {
     argc -= 2;
   }
   if (argc < 1 || !compare::parseSweep(argc, argv, &o) || rank < 0 || rank >= size) {
-    std::fprintf(stderr, "usage: chorusrun -n N gloo_allreduce_bench [-A ring|opts] [-b min] [-e max] [-f factor] "
-                         "[-n iters] [-w warmup] [-c 0/1]\n");
+    std::fprintf(stderr,
+                 "usage: chorusrun -n N gloo_allreduce_bench [-A ring|opts] [-b min] [-e max] [-f factor] "
+                 "[-n iters] [-w warmup] [-c 0/1]\n");
     return 2;
   }
   const Context ctx = connect(rank, size);
@@ -154,8 +155,8 @@ int main(int argc, char** argv) {
   std::vector<float> in(maxCount + 1, 1.0f);
   std::vector<float> out(maxCount + 1, 0.0f);
   if (rank == 0)
-    compare::printHeader(classic ? "Gloo AllreduceRing (tcp 127.0.0.1)" : "Gloo allreduce() ring (tcp 127.0.0.1)",
-                         size, o);
+    compare::printHeader(classic ? "Gloo AllreduceRing (tcp 127.0.0.1)" : "Gloo allreduce() ring (tcp 127.0.0.1)", size,
+                         o);
   if (o.warmup > 0 && maxCount) {
     Runner warm(ctx, classic, out.data(), maxCount);
     timeAllreduce(ctx, warm, in.data(), o.warmup);

@@ -50,8 +50,8 @@ int main(int argc, char** argv) {
   }
   std::sort(rates.begin(), rates.end());
   const double median = rates[rates.size() / 2];
-  std::printf("# memcpy %zu bytes, %d reps, one thread: best %.2f GB/s, median %.2f GB/s\n", bytes, reps,
-              rates.back(), median);
+  std::printf("# memcpy %zu bytes, %d reps, one thread: best %.2f GB/s, median %.2f GB/s\n", bytes, reps, rates.back(),
+              median);
   std::printf("memcpy_GBps %.3f\n", median);
   std::free(src);
   std::free(dst);

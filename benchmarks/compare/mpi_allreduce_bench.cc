@@ -33,8 +33,7 @@ double timeAllreduce(const float* in, float* out, size_t count, int iters) {
 }
 
 // Wrong elements over all ranks after one checked run.
-long checkAllreduce(std::vector<float>& in, std::vector<float>& out, size_t count, bool inPlace, int rank,
-                    int nranks) {
+long checkAllreduce(std::vector<float>& in, std::vector<float>& out, size_t count, bool inPlace, int rank, int nranks) {
   for (size_t i = 0; i < count; ++i) {
     (inPlace ? out : in)[i] = compare::inputValue(rank, i);
     if (!inPlace) out[i] = -1.0f;
@@ -59,8 +58,9 @@ int main(int argc, char** argv) {
   SweepOptions o;
   if (!compare::parseSweep(argc, argv, &o)) {
     if (rank == 0)
-      std::fprintf(stderr, "usage: mpi_allreduce_bench [-b min] [-e max] [-f factor] [-n iters] [-w warmup] "
-                           "[-c 0/1]\n");
+      std::fprintf(stderr,
+                   "usage: mpi_allreduce_bench [-b min] [-e max] [-f factor] [-n iters] [-w warmup] "
+                   "[-c 0/1]\n");
     MPI_Finalize();
     return 2;
   }

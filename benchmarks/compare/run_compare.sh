@@ -7,22 +7,24 @@
 #
 #   benchmarks/compare/run_compare.sh [build-dir]        (default: build-bench)
 #
-# Knobs (environment): RANKS="2 4"  REPS=3  MAXBYTES=256M  FACTOR=4  ITERS=10
+# Knobs (environment): RANKS="2 4"  REPS=3  MINBYTES=8  MAXBYTES=256M  FACTOR=2  ITERS=10
 #   WARMUP=3  CHECK=0 (1: also verify results; not timed)  OUTDIR=<dir for raw logs>
 #   RUN_TIMEOUT=1200 (seconds per run)
+#   SUMMARIZE=<dir>: run nothing, just print the tables for the raw logs of an earlier run
 set -euo pipefail
 
 BUILD=${1:-build-bench}
 BIN=$BUILD/bin
 RANKS=${RANKS:-"2 4"}
 REPS=${REPS:-3}
+MINBYTES=${MINBYTES:-8}
 MAXBYTES=${MAXBYTES:-256M}
-FACTOR=${FACTOR:-4}
+FACTOR=${FACTOR:-2}
 ITERS=${ITERS:-10}
 WARMUP=${WARMUP:-3}
 CHECK=${CHECK:-0}
 RUN_TIMEOUT=${RUN_TIMEOUT:-1200}
-OUTDIR=${OUTDIR:-$(mktemp -d /tmp/chorus-compare.XXXXXX)}
+OUTDIR=${SUMMARIZE:-${OUTDIR:-$(mktemp -d /tmp/chorus-compare.XXXXXX)}}
 mkdir -p "$OUTDIR"
 
 die() { echo "run_compare: $*" >&2; exit 1; }
@@ -40,7 +42,7 @@ else echo "run_compare: no gloo_allreduce_bench, skipping Gloo" >&2; fi
 MPIRUN=(mpirun --oversubscribe)
 [ "$(id -u)" = 0 ] && MPIRUN+=(--allow-run-as-root)
 
-SWEEP=(-b 8 -e "$MAXBYTES" -f "$FACTOR" -n "$ITERS" -w "$WARMUP" -c "$CHECK")
+SWEEP=(-b "$MINBYTES" -e "$MAXBYTES" -f "$FACTOR" -n "$ITERS" -w "$WARMUP" -c "$CHECK")
 
 NCPU=$(nproc)
 LOAD=$(cut -d' ' -f1 /proc/loadavg)
@@ -59,18 +61,23 @@ run_one() {  # lib nranks rep
   esac || echo "run_compare: $lib with $n ranks (run $rep) failed; see $out" >&2
 }
 
-for rep in $(seq 1 "$REPS"); do
-  "$BIN/memcpy_bw" > "$OUTDIR/memcpy_r$rep.txt"
-  for n in $RANKS; do
-    for lib in $LIBS; do run_one "$lib" "$n" "$rep"; done
+if [ -z "${SUMMARIZE:-}" ]; then
+  echo "$LOAD" > "$OUTDIR/load_at_start.txt"
+  for rep in $(seq 1 "$REPS"); do
+    "$BIN/memcpy_bw" > "$OUTDIR/memcpy_r$rep.txt"
+    for n in $RANKS; do
+      for lib in $LIBS; do run_one "$lib" "$n" "$rep"; done
+    done
   done
-done
+fi
 
 echo "run_compare: raw logs in $OUTDIR" >&2
-python3 - "$OUTDIR" "$RANKS" "$LIBS" "$(nproc)" "$REPS" <<'EOF'
+CPU=$(grep -m1 "model name" /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
+[ -f "$OUTDIR/load_at_start.txt" ] && LOAD=$(cat "$OUTDIR/load_at_start.txt")
+python3 - "$OUTDIR" "$RANKS" "$LIBS" "$(nproc)" "$REPS" "$CPU" "$LOAD" <<'EOF'
 import glob, os, re, statistics, sys
 
-outdir, ranks, libs, ncpu, reps = sys.argv[1], sys.argv[2].split(), sys.argv[3].split(), sys.argv[4], sys.argv[5]
+outdir, ranks, libs, ncpu, reps, cpu, load = sys.argv[1], sys.argv[2].split(), sys.argv[3].split(), *sys.argv[4:8]
 names = {"chorus": "Chorus", "mpi": "OpenMPI", "gloo": "Gloo"}
 
 def rows(path):
@@ -99,8 +106,10 @@ for p in glob.glob(os.path.join(outdir, "memcpy_r*.txt")):
         memcpy.append(float(m.group(1)))
 mc = statistics.median(memcpy) if memcpy else 0.0
 
-print(f"Single-thread memcpy at 256 MiB: **{mc:.2f} GB/s** (median of {len(memcpy)}); "
-      f"{ncpu} CPUs; each cell the median of {reps} alternating runs; out-of-place, float sum.\n")
+print(f"{ncpu} CPUs ({cpu}), load average {load} at the start. Single-thread memcpy at 256 MiB: "
+      f"**{mc:.2f} GB/s** (median of {len(memcpy)}). Each cell is the median of {reps} alternating runs; "
+      "out-of-place, float sum; Chorus in host mode, one process per rank (chorusrun); OpenMPI with its "
+      "default shared-memory path; Gloo AllreduceRing over TCP on 127.0.0.1.\n")
 for n in ranks:
     data = {}
     for lib in libs:
@@ -122,7 +131,8 @@ for n in ranks:
         cells = [human(s)]
         for lib in libs:
             t, b = data[lib].get(s, (None, None))
-            cells += ["-" if t is None else f"{t:.1f}", "-" if b is None else f"{b:.2f}"]
+            cells += ["-" if t is None else (f"{t:.1f}" if t < 1000 else f"{t:.0f}"),
+                      "-" if b is None else f"{b:.2f}"]
         for lib in libs:
             b = data[lib].get(s, (None, None))[1]
             cells.append("-" if b is None or mc == 0 else f"{b / mc:.2f}")

@@ -42,13 +42,20 @@ inline bool parseSweep(int argc, char** argv, SweepOptions* o) {
     if (i + 1 >= argc) return false;
     const char* v = argv[++i];
     bool ok = true;
-    if (flag == "-b") ok = parseBytes(v, &o->minBytes);
-    else if (flag == "-e") ok = parseBytes(v, &o->maxBytes);
-    else if (flag == "-f") o->factor = std::atof(v);
-    else if (flag == "-n") o->iters = std::atoi(v);
-    else if (flag == "-w") o->warmup = std::atoi(v);
-    else if (flag == "-c") o->check = std::atoi(v);
-    else ok = false;
+    if (flag == "-b")
+      ok = parseBytes(v, &o->minBytes);
+    else if (flag == "-e")
+      ok = parseBytes(v, &o->maxBytes);
+    else if (flag == "-f")
+      o->factor = std::atof(v);
+    else if (flag == "-n")
+      o->iters = std::atoi(v);
+    else if (flag == "-w")
+      o->warmup = std::atoi(v);
+    else if (flag == "-c")
+      o->check = std::atoi(v);
+    else
+      ok = false;
     if (!ok) return false;
   }
   return o->factor > 1.0 && o->iters > 0 && o->warmup >= 0 && o->minBytes <= o->maxBytes;
@@ -67,10 +74,10 @@ inline std::vector<size_t> sweepSizes(const SweepOptions& o) {
 inline void printHeader(const char* what, int nranks, const SweepOptions& o) {
   std::printf("# %s, %d ranks, %d iters, %d warmup, check %d\n#\n", what, nranks, o.iters, o.warmup, o.check);
   std::printf("#%74s%31s\n", "out-of-place", "in-place");
-  std::printf("#%11s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %6s  %6s %6s\n", "size", "count", "type",
-              "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong");
-  std::printf("#%11s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %6s  %6s %6s\n", "(B)", "(elements)", "", "",
-              "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
+  std::printf("#%11s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %6s  %6s %6s\n", "size", "count", "type", "redop",
+              "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong");
+  std::printf("#%11s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %6s  %6s %6s\n", "(B)", "(elements)", "", "", "",
+              "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
 }
 
 // All-reduce bus bandwidth: 2(n-1)/n of the algorithm bandwidth.
@@ -84,8 +91,10 @@ inline void printHalf(size_t bytes, double us, int nranks, long wrong, bool chec
   char time[32];
   std::snprintf(time, sizeof time, us >= 10000 ? "%7.0f" : us >= 100 ? "%7.1f" : "%7.2f", us);
   char w[32];
-  if (checked) std::snprintf(w, sizeof w, "%6ld", wrong);
-  else std::snprintf(w, sizeof w, "%6s", "N/A");
+  if (checked)
+    std::snprintf(w, sizeof w, "%6ld", wrong);
+  else
+    std::snprintf(w, sizeof w, "%6s", "N/A");
   std::printf("  %7s  %6.2f  %6.2f %6s", time, alg, busBw(bytes, us, nranks), w);
 }
 

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdarg>
 #include <cstring>
+#include <thread>
 #include <unordered_map>
 #include <utility>
 
@@ -108,28 +109,19 @@ ncclResult_t TcpStoreServer::start(const SockAddr& addr, const wire::Secret& sec
   CHORUS_CHECK(s->mailbox_->init());
   s->data_ = std::make_shared<MemStore>("store served in this process at " + s->addr_.str());
   try {
-    TcpStoreServer* raw = s.get();
-    s->thread_ = std::make_unique<std::thread>([raw] {
+    // The thread owns a reference: the server lives as long as it serves, and
+    // the last owner (often this thread, on its way out) frees it. Detached,
+    // so a server that stops by itself leaves nothing behind to join.
+    std::thread([s] {
       pthread_setname_np(pthread_self(), "chorus-store");
-      raw->run();
-    });
+      s->run();
+    }).detach();
   } catch (const std::exception& e) {
     return fail(ncclSystemError, "bootstrap: cannot start the store server thread: %s", e.what());
   }
   CHORUS_INFO(kLogInit | kLogBootstrap, "bootstrap: store server listening on %s", s->addr_.str().c_str());
   *out = std::move(s);
   return ncclSuccess;
-}
-
-TcpStoreServer::~TcpStoreServer() {
-  if (thread_ == nullptr) return;
-  if (getpid() != pid_) {
-    // A forked child's copy: the thread does not exist here.
-    (void)thread_.release();
-    return;
-  }
-  stop();
-  thread_->join();
 }
 
 void TcpStoreServer::stop() {

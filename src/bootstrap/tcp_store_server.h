@@ -19,7 +19,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <thread>
 
 #include "bootstrap/mem_store.h"
 #include "bootstrap/socket.h"
@@ -37,7 +36,6 @@ class TcpStoreServer : public std::enable_shared_from_this<TcpStoreServer> {
   // Listens on `addr` (port 0: ephemeral) and starts the serving thread.
   static ncclResult_t start(const SockAddr& addr, const wire::Secret& secret, const Options& opts,
                             std::shared_ptr<TcpStoreServer>* out);
-  ~TcpStoreServer();
   TcpStoreServer(const TcpStoreServer&) = delete;
   TcpStoreServer& operator=(const TcpStoreServer&) = delete;
 
@@ -45,7 +43,9 @@ class TcpStoreServer : public std::enable_shared_from_this<TcpStoreServer> {
   // A Store over the served data for ranks in this process, counted as a client
   // until it is destroyed. nullptr once the server has begun shutting down.
   std::shared_ptr<Store> attachLocal();
-  // Stops serving now (process teardown, tests); in-process handles keep working.
+  // Stops serving now (tests, teardown): the thread closes every connection and
+  // exits. In-process handles keep working on the data. The serving thread holds
+  // a reference, so dropping the last shared_ptr does not stop a running server.
   void stop();
   bool finished() const { return finished_.load(std::memory_order_acquire); }
   uint64_t refusedConnections() const { return refused_.load(std::memory_order_relaxed); }
@@ -83,7 +83,6 @@ class TcpStoreServer : public std::enable_shared_from_this<TcpStoreServer> {
   ForkClosedFd listenFd_;
   std::shared_ptr<Mailbox> mailbox_;
   std::shared_ptr<MemStore> data_;
-  std::unique_ptr<std::thread> thread_;
   std::map<uint64_t, std::unique_ptr<Conn>> conns_;  // server thread only
   uint64_t nextConn_ = 1;
   Clock::time_point acceptPausedUntil_{};  // server thread only

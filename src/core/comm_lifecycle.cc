@@ -168,9 +168,13 @@ ncclResult_t commSplit(ncclComm* parent, int color, int key, ncclComm_t* out, co
   };
   Entry mine{color, key, parent->id.rank};
   std::vector<Entry> all(parent->id.nranks);
-  WaitBound bound = waitBoundAfter(parent->config.initTimeoutMs, &parent->abortFlag);
-  CHORUS_CHECK(parent->bootstrap->allGather(&mine, sizeof(mine), all.data(), bound));
-  const int child = parent->childCount++;
+  int child = 0;
+  {
+    std::lock_guard<std::mutex> lock(parent->opMutex);  // no operation of the parent runs meanwhile
+    WaitBound bound = waitBoundAfter(parent->config.initTimeoutMs, &parent->abortFlag);
+    CHORUS_CHECK(parent->bootstrap->allGather(&mine, sizeof(mine), all.data(), bound));
+    child = parent->childCount++;
+  }
   *out = nullptr;
   if (color == NCCL_SPLIT_NOCOLOR) return ncclSuccess;
   std::vector<Entry> members;
@@ -212,7 +216,11 @@ ncclResult_t commShrink(ncclComm* parent, const int* exclude, int nexclude, nccl
     if (r < parent->id.rank) ++newRank;
     ++newN;
   }
-  const int child = parent->childCount++;
+  int child = 0;
+  {
+    std::lock_guard<std::mutex> lock(parent->opMutex);
+    child = parent->childCount++;
+  }
   ncclComm* comm = nullptr;
   CHORUS_CHECK(newComm(newRank, newN, cfg, &parent->config, &comm));
   MemberSpec spec;

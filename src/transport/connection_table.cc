@@ -1,6 +1,7 @@
 #include "transport/connection_table.h"
 
 #include <cstdio>
+#include <string>
 
 #include "core/result.h"
 
@@ -88,7 +89,13 @@ ncclResult_t ConnectionTable::connectAll(const WaitBound& bound) {
     if (t == nullptr)
       return fail(ncclInvalidUsage, "no transport can connect rank %d to rank %d", rank_, p.key.peer);
     std::vector<uint8_t> handle;
-    CHORUS_CHECK(bootstrap_->recv(p.key.peer, tagOf(p.key, rank_, p.key.peer), &handle, bound));
+    ncclResult_t res = bootstrap_->recv(p.key.peer, tagOf(p.key, rank_, p.key.peer), &handle, bound);
+    if (res != ncclSuccess) {
+      std::string why = lastErrorMessage();
+      return fail(res, "rank %d: could not connect to peer rank %d (pid %d) for %s: the peer is dead, stuck or did not "
+                       "make the matching call (%s)",
+                  rank_, p.key.peer, peer.pid, p.req.label.c_str(), why.c_str());
+    }
     FifoEnd end;
     CHORUS_CHECK(t->connectSend(p.req, peer, handle, &end));
     CHORUS_TRACE(kLogInit, "%s: sender via %s", p.req.label.c_str(), t->name());

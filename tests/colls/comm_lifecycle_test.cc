@@ -188,11 +188,12 @@ TEST(CommNonBlocking, SplitReturnsInProgressThenBecomesReady) {
   });
 }
 
-// Under NCCL_COMM_ID, rank 0's process serves the bootstrap store. Rank 0
-// finishes ncclCommFinalize last here (it completes the barrier) and its
+// Under NCCL_COMM_ID, rank 0's process serves the bootstrap store. Its
 // process exits right after ncclCommDestroy, as a real program would; the
-// other ranks, still collecting the barrier's answer, must not lose the store.
-TEST(CommIdMode, ServingRankFinalizesLast) {
+// other ranks, possibly still collecting the finalize barrier's answer, must
+// not lose the store. Two orders: rank 0 arrives at the barrier first (the
+// others' final store requests race with its exit) or last.
+void commIdFinalize(bool servingRankFirst) {
   const int port = freeLocalPort();
   ASSERT_GT(port, 0);
   ScopedEnv env({{"NCCL_COMM_ID", "127.0.0.1:" + std::to_string(port)}});
@@ -201,16 +202,19 @@ TEST(CommIdMode, ServingRankFinalizesLast) {
   opts.env = {{"CHORUS_TIMEOUT_MS", "5000"}};
   runProcesses(
       3,
-      [](RankCtx& ctx) {
+      [servingRankFirst](RankCtx& ctx) {
         ncclComm_t comm = nullptr;
         if (!RANK_OK(ctx, ncclCommInitRank(&comm, ctx.nranks, ctx.id, ctx.rank))) return;
         exerciseComm(ctx, comm);
-        if (ctx.rank == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        if ((ctx.rank == 0) != servingRankFirst) std::this_thread::sleep_for(std::chrono::milliseconds(100));
         RANK_OK(ctx, ncclCommFinalize(comm));
         RANK_OK(ctx, ncclCommDestroy(comm));
       },
       opts);
 }
+
+TEST(CommIdMode, ServingRankFinalizesFirst) { commIdFinalize(true); }
+TEST(CommIdMode, ServingRankFinalizesLast) { commIdFinalize(false); }
 
 TEST(CommInitAll, RanksAndCollectives) {
   runInitAll(4, [](RankCtx& ctx, std::vector<ncclComm_t>& comms) {

@@ -274,7 +274,7 @@ TEST(Stranger, GarbageOnTheBootstrapPortDoesNotBreakInit) {
         c.count = 1001;
         runCase(ctx, comm, c);
         // The store lives in rank 0's process: it leaves last. (Finalize followed
-        // by an immediate exit of rank 0 is CommIdMode.ServingRankFinalizesLast.)
+        // by an immediate exit of rank 0 is CommIdMode.ServingRankFinalizesFirst.)
         if (ctx.rank == 0) std::this_thread::sleep_for(std::chrono::milliseconds(500));
         RANK_OK(ctx, ncclCommDestroy(comm));
       },

@@ -39,6 +39,15 @@ std::shared_ptr<TcpStoreServer> startServer(const wire::Secret& secret, int64_t 
   return s;
 }
 
+// A directly started server keeps running (its thread holds a reference) until
+// stopped; this stops it when the test ends, after the clients declared later.
+struct StopOnExit {
+  std::shared_ptr<TcpStoreServer> server;
+  ~StopOnExit() {
+    if (server) server->stop();
+  }
+};
+
 std::shared_ptr<Store> tcpClient(const std::shared_ptr<TcpStoreServer>& srv, const wire::Secret& secret, int rank) {
   std::shared_ptr<Store> c;
   EXPECT_EQ(connectTcpStore(srv->address(), secret, rank, waitBoundAfter(3000), &c), ncclSuccess);
@@ -52,6 +61,7 @@ std::vector<uint8_t> helloFrame(const wire::Secret& secret) {
 TEST(BootstrapTcp, ThreadsShareDataWithTheInProcessStore) {
   auto secret = secretOf(1);
   auto srv = startServer(secret);
+  StopOnExit stopSrv{srv};
   auto local = srv->attachLocal();
   ASSERT_NE(local, nullptr);
   constexpr int kClients = 4;
@@ -85,6 +95,7 @@ TEST(BootstrapTcp, ThreadsShareDataWithTheInProcessStore) {
 TEST(BootstrapTcp, OneClientServesConcurrentCallersAndErases) {
   auto secret = secretOf(2);
   auto srv = startServer(secret);
+  StopOnExit stopSrv{srv};
   auto c = tcpClient(srv, secret, 0);
   ASSERT_NE(c, nullptr);
   // Several threads block in get() on one connection while another sets.
@@ -120,6 +131,7 @@ TEST(BootstrapTcp, OneClientServesConcurrentCallersAndErases) {
 TEST(BootstrapTcp, GetTimeoutAndAbortNameTheKeyAndClearTheServerSide) {
   auto secret = secretOf(3);
   auto srv = startServer(secret);
+  StopOnExit stopSrv{srv};
   auto c = tcpClient(srv, secret, 0);
   ASSERT_NE(c, nullptr);
   ASSERT_EQ(c->set("here", {}), ncclSuccess);
@@ -186,6 +198,7 @@ TEST(BootstrapTcp, ForkedChildAndParentExchangeThroughConnectStore) {
 TEST(BootstrapTcp, StrangersAreRefusedWhileRealClientsCarryOn) {
   auto secret = secretOf(4);
   auto srv = startServer(secret, 300);
+  StopOnExit stopSrv{srv};
   auto good = tcpClient(srv, secret, 0);
   ASSERT_NE(good, nullptr);
   // A legitimate get stays parked across all the trouble below.
@@ -302,6 +315,7 @@ TEST(BootstrapTcp, ConnectRetriesUntilTheServerAppearsOrTheDeadline) {
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   std::shared_ptr<TcpStoreServer> srv;
   ASSERT_EQ(TcpStoreServer::start(loopback(port), secret, TcpStoreServer::Options{}, &srv), ncclSuccess);
+  StopOnExit stopSrv{srv};
   late.join();
   ASSERT_EQ(res, ncclSuccess);
   ASSERT_EQ(s->set("k", {}), ncclSuccess);
