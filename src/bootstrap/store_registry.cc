@@ -90,6 +90,7 @@ ncclResult_t serveCommId(const UniqueIdInfo& info, std::shared_ptr<Store>* store
 TcpStoreServer::Options serverOptionsFromParams() {
   TcpStoreServer::Options o;
   o.stallMs = std::max<int64_t>(100, params::bootstrapStallMs());
+  o.lingerMaxMs = std::max<int64_t>(0, params::timeoutMs());
   return o;
 }
 

@@ -146,11 +146,48 @@ std::shared_ptr<Store> TcpStoreServer::attachLocal() {
 
 void TcpStoreServer::releaseLocal() {
   if (getpid() != pid_) return;
+  bool last = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    --localClients_;
+    last = --localClients_ == 0;
   }
   mailbox_->wake();  // let the thread decide whether that was the last client
+  if (last) lingerForRemoteClients();
+}
+
+// See the header: keeps this process (and so the server) around while remote
+// ranks may still need an answer. The checks read the mailbox before busy_:
+// the thread sets busy_ before it takes replies out of the mailbox and clears
+// it only once they are written, so a reply is always visible in one of them.
+void TcpStoreServer::lingerForRemoteClients() {
+  const auto start = Clock::now();
+  const auto cap = start + std::chrono::milliseconds(opts_.lingerMaxMs);
+  const auto idle = std::chrono::milliseconds(opts_.lingerIdleMs);
+  int remaining = 0;
+  while (true) {
+    bool mailboxEmpty = false;
+    {
+      std::lock_guard<std::mutex> lock(mailbox_->mu);
+      mailboxEmpty = mailbox_->items.empty();
+    }
+    auto now = Clock::now();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      remaining = tcpClients_;
+      if (tcpClients_ == 0 || finished()) return;
+      if (mailboxEmpty && !busy_ && now - lastRemoteFrame_ >= idle) break;
+    }
+    if (now >= cap) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  CHORUS_INFO(kLogBootstrap, "bootstrap: store server at %s keeps serving %d remote client(s) after its last local "
+              "user left (waited %lld ms)", addr_.str().c_str(), remaining,
+              static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count()));
+}
+
+void TcpStoreServer::noteRemoteActivity() {
+  std::lock_guard<std::mutex> lock(mu_);
+  lastRemoteFrame_ = Clock::now();
 }
 
 int TcpStoreServer::tcpClients() const {
@@ -159,7 +196,10 @@ int TcpStoreServer::tcpClients() const {
 }
 
 bool TcpStoreServer::shouldExit() {
+  bool unsent = false;
+  for (const auto& [id, c] : conns_) unsent = unsent || (c->authed && c->outOff < c->out.size());
   std::lock_guard<std::mutex> lock(mu_);
+  busy_ = unsent;
   if (!hadClients_ || localClients_ != 0 || tcpClients_ != 0) return false;
   closing_ = true;
   return true;
@@ -200,6 +240,10 @@ void TcpStoreServer::run() {
     if (n < 0 && errno != EINTR) {
       CHORUS_WARN(kLogBootstrap, "bootstrap: store server at %s: poll failed: %s", addr_.str().c_str(), strerror(errno));
       break;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      busy_ = true;  // cleared by shouldExit() once this round's replies are written
     }
     if (pfds[0].revents != 0) mailbox_->drain();
     {
@@ -270,6 +314,7 @@ void TcpStoreServer::readFrom(Conn& c) {
     eof = true;
     break;
   }
+  if (c.authed && !c.in.empty()) noteRemoteActivity();
   parseFrames(c);
   if (!eof || c.dead) return;
   if (!c.authed) {

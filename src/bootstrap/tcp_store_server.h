@@ -11,6 +11,13 @@
 // The server counts its clients: authenticated TCP connections plus in-process
 // handles from attachLocal(). Once it has had a client and the count drops back
 // to zero it stops listening and its thread ends.
+//
+// The serving process may exit as soon as its own ranks are done (rank 0 under
+// NCCL_COMM_ID returns from ncclCommDestroy and exits), while remote ranks still
+// collect the answer to their last request or are about to send it. So when the
+// last in-process handle goes away and remote clients remain, its destructor
+// lingers: until they disconnect, or the server has nothing in flight and has
+// heard nothing from them for lingerIdleMs, or lingerMaxMs has passed.
 #pragma once
 
 #include <sys/types.h>
@@ -31,6 +38,8 @@ class TcpStoreServer : public std::enable_shared_from_this<TcpStoreServer> {
   struct Options {
     int64_t stallMs = 5000;  // hello deadline and half-frame stall limit
     uint32_t maxFrameBytes = wire::kMaxFrameBytes;
+    int64_t lingerIdleMs = 1000;  // quiet time after which remote clients are left alone
+    int64_t lingerMaxMs = 20000;  // upper bound on lingering
   };
 
   // Listens on `addr` (port 0: ephemeral) and starts the serving thread.
@@ -75,6 +84,8 @@ class TcpStoreServer : public std::enable_shared_from_this<TcpStoreServer> {
   void reapDead();
   bool shouldExit();
   void releaseLocal();
+  void lingerForRemoteClients();
+  void noteRemoteActivity();
 
   SockAddr addr_;
   const wire::Secret secret_;
@@ -87,11 +98,13 @@ class TcpStoreServer : public std::enable_shared_from_this<TcpStoreServer> {
   uint64_t nextConn_ = 1;
   Clock::time_point acceptPausedUntil_{};  // server thread only
 
-  mutable std::mutex mu_;  // guards the client counts below
+  mutable std::mutex mu_;  // guards the client counts and activity below
   int localClients_ = 0;
   int tcpClients_ = 0;
   bool hadClients_ = false;
   bool closing_ = false;
+  bool busy_ = false;                   // the thread is handling events or has unsent replies
+  Clock::time_point lastRemoteFrame_{};  // last bytes from an authenticated client
   std::atomic<bool> finished_{false};
   std::atomic<uint64_t> refused_{0};
 };

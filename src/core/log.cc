@@ -1,5 +1,6 @@
 #include "core/log.h"
 
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -36,10 +37,22 @@ struct LoggerState {
   char host[64] = {0};
 };
 
+// The logger's mutex must not be held by another thread across fork(), or
+// the child would deadlock at its first log line: take it around fork.
+void lockForFork();
+void unlockAfterFork();
+
 LoggerState& state() {
-  static LoggerState s;
-  return s;
+  static LoggerState* s = [] {
+    auto* st = new LoggerState();
+    pthread_atfork(lockForFork, unlockAfterFork, unlockAfterFork);
+    return st;
+  }();
+  return *s;
 }
+
+void lockForFork() { state().mutex.lock(); }
+void unlockAfterFork() { state().mutex.unlock(); }
 
 LogLevel parseLevel(const std::string& s) {
   if (s == "VERSION") return LogLevel::Version;

@@ -78,26 +78,35 @@ bool peerAlive(int pid) {
   return state != 'Z' && state != 'X';
 }
 
-// Describes what the first unfinished lane of `plan` is waiting for, and
-// reports a dead peer process if one is among them.
-ncclResult_t diagnose(HostPlan& plan, bool timedOut, int64_t timeoutMs) {
+// Fails if any peer process on this host has exited. Every peer is checked,
+// not only the ones this rank waits on, so the error names the rank that
+// died rather than a survivor that is itself stuck behind it.
+ncclResult_t checkPeersAlive(HostPlan& plan) {
+  ncclComm* comm = plan.comm;
+  const PeerInfo& self = comm->conns->peer(comm->id.rank);
+  std::string dead;
+  int ndead = 0;
+  for (const PeerInfo& p : comm->conns->peers()) {
+    if (p.rank == self.rank || p.hostHash != self.hostHash || p.processToken == self.processToken) continue;
+    if (peerAlive(p.pid)) continue;
+    dead += std::string(ndead++ ? ", " : "") + "peer rank " + std::to_string(p.rank) + " (pid " +
+            std::to_string(p.pid) + ")";
+  }
+  if (ndead == 0) return ncclSuccess;
+  return fail(ncclRemoteError, "rank %d: %s exited during the operation", comm->id.rank, dead.c_str());
+}
+
+// Names the peer the first unfinished lane of `plan` is waiting for.
+ncclResult_t reportTimeout(HostPlan& plan, int64_t timeoutMs) {
   ncclComm* comm = plan.comm;
   for (Lane& lane : plan.lanes) {
     if (lane.finished()) continue;
     HostStep& s = lane.steps[lane.cur];
-    for (int i = 0; i < s.nRecv + s.nSend; ++i) {
-      const FifoEnd& end = i < s.nRecv ? s.recv[i]->end() : s.send[i - s.nRecv]->end();
-      if (!peerAlive(end.peerPid))
-        return fail(ncclRemoteError, "rank %d: peer rank %d (pid %d) exited during the operation", comm->id.rank,
-                    end.peer, end.peerPid);
-    }
-    if (timedOut) {
-      int peer = s.nRecv ? s.recv[0]->end().peer : (s.nSend ? s.send[0]->end().peer : -1);
-      return fail(ncclRemoteError,
-                  "rank %d: no progress for %lld ms waiting on peer rank %d (%s); the peer is stuck, dead or "
-                  "did not make the matching call (CHORUS_TIMEOUT_MS)",
-                  comm->id.rank, static_cast<long long>(timeoutMs), peer, s.nRecv ? "receiving" : "sending");
-    }
+    int peer = s.nRecv ? s.recv[0]->end().peer : (s.nSend ? s.send[0]->end().peer : -1);
+    return fail(ncclRemoteError,
+                "rank %d: no progress for %lld ms waiting on peer rank %d (%s); the peer is stuck, dead or "
+                "did not make the matching call (CHORUS_TIMEOUT_MS)",
+                comm->id.rank, static_cast<long long>(timeoutMs), peer, s.nRecv ? "receiving" : "sending");
   }
   return ncclSuccess;
 }
@@ -117,8 +126,8 @@ ncclResult_t idleChecks(std::span<HostPlan* const> plans, Clock::time_point last
   for (HostPlan* p : plans) {
     CHORUS_CHECK(checkFlags(*p));
     const int64_t timeoutMs = p->comm->config.timeoutMs;
-    const bool timedOut = now - lastProgress > std::chrono::milliseconds(timeoutMs);
-    CHORUS_CHECK(diagnose(*p, timedOut, timeoutMs));
+    CHORUS_CHECK(checkPeersAlive(*p));
+    if (now - lastProgress > std::chrono::milliseconds(timeoutMs)) CHORUS_CHECK(reportTimeout(*p, timeoutMs));
   }
   return ncclSuccess;
 }

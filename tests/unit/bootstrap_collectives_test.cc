@@ -227,6 +227,50 @@ TEST(BootstrapCollectives, MisuseIsReported) {
   EXPECT_EQ(store->size(), 2u);  // only the two allGather contributions remain
 }
 
+// The process serving the store exits with _exit() the moment its rank has left
+// the final barrier. The remote rank may still be waiting for the barrier's
+// answer (serving rank last) or about to ask for it (serving rank first); the
+// store must linger for it either way.
+void servingProcessExitsRightAfterBarrier(bool servingRankFirst) {
+  for (int round = 0; round < 3; ++round) {
+    int fds[2];
+    ASSERT_EQ(pipe(fds), 0);
+    pid_t server = forkChild([&] {
+      close(fds[0]);
+      ncclUniqueId id;
+      CHILD_CHECK(createUniqueIdFrom("", "", "lo", &id) == ncclSuccess);
+      CHILD_CHECK(write(fds[1], &id, sizeof(id)) == static_cast<ssize_t>(sizeof(id)));
+      {
+        std::shared_ptr<Store> s;
+        CHILD_CHECK(connectStore(id, 0, waitBoundAfter(5000), &s) == ncclSuccess);
+        Bootstrap b(s, "exit/", 0, 2);
+        CHILD_CHECK(exercise(b).empty());
+        if (!servingRankFirst) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        CHILD_CHECK(b.barrier(waitBoundAfter(5000)) == ncclSuccess);
+      }  // the last in-process user leaves: this is where the store lingers
+      return 0;
+    });
+    close(fds[1]);
+    ncclUniqueId id;
+    ASSERT_EQ(read(fds[0], &id, sizeof(id)), static_cast<ssize_t>(sizeof(id)));
+    close(fds[0]);
+    {
+      std::shared_ptr<Store> s;
+      ASSERT_EQ(connectStore(id, 1, waitBoundAfter(5000), &s), ncclSuccess);
+      Bootstrap b(std::move(s), "exit/", 1, 2);
+      EXPECT_EQ(exercise(b), "");
+      if (servingRankFirst) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      EXPECT_EQ(b.barrier(waitBoundAfter(5000)), ncclSuccess) << lastErrorMessage();
+    }  // disconnecting releases the lingering server
+    auto t0 = Clock::now();
+    EXPECT_EQ(waitChild(server), 0);
+    EXPECT_LT(msSince(t0), 1000);  // it left as soon as we disconnected
+  }
+}
+
+TEST(BootstrapCollectives, ServingProcessExitsRightAfterArrivingFirst) { servingProcessExitsRightAfterBarrier(true); }
+TEST(BootstrapCollectives, ServingProcessExitsRightAfterArrivingLast) { servingProcessExitsRightAfterBarrier(false); }
+
 // NCCL_COMM_ID is read from the environment, so this runs in a forked child
 // (setenv in a threaded test process would race with other tests' getenv).
 TEST(BootstrapCollectives, CommIdModeRankZeroServes) {
