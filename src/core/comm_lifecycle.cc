@@ -231,16 +231,40 @@ ncclResult_t commShrink(ncclComm* parent, const int* exclude, int nexclude, nccl
   return launchInit(comm, spec, out);
 }
 
-ncclResult_t commFinalize(ncclComm* comm) {
+namespace {
+ncclResult_t finalizeNow(ncclComm* comm) {
   std::lock_guard<std::mutex> lock(comm->opMutex);
-  if (comm->finalized) return fail(ncclInvalidUsage, "ncclCommFinalize: communicator already finalized");
-  if (comm->revoked) return fail(ncclInvalidUsage, "ncclCommFinalize: communicator was revoked");
   // Host mode has nothing in flight once a call returns; the barrier makes
   // sure no peer still expects this rank before its resources go away.
   WaitBound bound = waitBoundAfter(comm->config.timeoutMs, &comm->abortFlag);
-  CHORUS_CHECK(comm->bootstrap->barrier(bound));
+  ncclResult_t res = comm->bootstrap->barrier(bound);
+  if (res != ncclSuccess) {
+    commSetError(comm, res, lastErrorMessage());
+    return res;
+  }
   comm->finalized = true;
   return ncclSuccess;
+}
+}  // namespace
+
+// Finalize synchronizes with the other ranks, so inside a group it runs at
+// ncclGroupEnd (concurrently with the other communicators' finalizes, which
+// one thread may be driving), and on a non-blocking communicator it runs in
+// the background and is polled through ncclCommGetAsyncError.
+ncclResult_t commFinalize(ncclComm* comm) {
+  if (comm->finalized) return fail(ncclInvalidUsage, "ncclCommFinalize: communicator already finalized");
+  if (comm->revoked) return fail(ncclInvalidUsage, "ncclCommFinalize: communicator was revoked");
+  if (inGroup()) return enqueueInit([comm] { return finalizeNow(comm); });
+  if (comm->config.blocking == 0) {
+    if (comm->initThread.joinable()) comm->initThread.join();
+    comm->asyncError = ncclInProgress;
+    comm->initThread = std::thread([comm] {
+      ncclResult_t res = finalizeNow(comm);
+      comm->asyncError = res;
+    });
+    return ncclInProgress;
+  }
+  return finalizeNow(comm);
 }
 
 ncclResult_t commRevoke(ncclComm* comm) {

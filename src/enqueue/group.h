@@ -23,7 +23,8 @@ bool inGroup();
 
 // Queues or runs a validated task.
 ncclResult_t enqueueTask(const Task& task);
-// Queues (inside a group) or runs a communicator creation.
+// Queues (inside a group) or runs a communicator creation or finalize: work
+// that rendezvouses with other ranks and so runs on its own thread at ncclGroupEnd.
 ncclResult_t enqueueInit(std::function<ncclResult_t()> init);
 // Records an error raised by a call inside the group; ncclGroupEnd will return it.
 void groupRecordError(ncclResult_t err);

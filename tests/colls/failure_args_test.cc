@@ -49,12 +49,14 @@ void badCollectiveArgs(RankCtx& ctx) {
   ncclComm_t comm = ctx.comm;
   expectError(ctx, ncclAllReduce(a.data(), b.data(), 4, static_cast<ncclDataType_t>(ncclNumTypes), ncclSum, comm, nullptr),
               ncclInvalidArgument, "datatype", "AllReduce with datatype ncclNumTypes");
-  expectError(ctx, ncclAllGather(a.data(), b.data(), 4, static_cast<ncclDataType_t>(-1), comm, nullptr),
-              ncclInvalidArgument, "datatype", "AllGather with datatype -1");
+  // 15: invalid but inside the enum's value range (casting -1 would be UB in C++ itself).
+  expectError(ctx, ncclAllGather(a.data(), b.data(), 4, static_cast<ncclDataType_t>(15), comm, nullptr),
+              ncclInvalidArgument, "datatype", "AllGather with datatype 15");
   expectError(ctx, ncclAllReduce(a.data(), b.data(), 4, ncclFloat32, static_cast<ncclRedOp_t>(77), comm, nullptr),
               ncclInvalidArgument, "operator", "AllReduce with op 77");
-  expectError(ctx, ncclReduce(a.data(), b.data(), 4, ncclFloat32, static_cast<ncclRedOp_t>(-3), 0, comm, nullptr),
-              ncclInvalidArgument, "operator", "Reduce with op -3");
+  expectError(ctx, ncclReduce(a.data(), b.data(), 4, ncclFloat32, static_cast<ncclRedOp_t>(0x7ffffff0), 0, comm,
+                              nullptr),
+              ncclInvalidArgument, "operator", "Reduce with op 0x7ffffff0");
   expectError(ctx, ncclBroadcast(a.data(), b.data(), 4, ncclFloat32, n, comm, nullptr), ncclInvalidArgument, "root",
               "Broadcast with root == nranks");
   expectError(ctx, ncclReduce(a.data(), b.data(), 4, ncclFloat32, ncclSum, -1, comm, nullptr), ncclInvalidArgument,
@@ -91,7 +93,7 @@ void badCollectiveArgs(RankCtx& ctx) {
   // must run nothing (peers ran nothing either, so nothing is left waiting).
   RANK_OK(ctx, ncclGroupStart());
   RANK_OK(ctx, ncclAllReduce(a.data(), b.data(), 4, ncclFloat32, ncclSum, comm, nullptr));
-  expectError(ctx, ncclAllReduce(a.data(), b.data(), 4, static_cast<ncclDataType_t>(99), ncclSum, comm, nullptr),
+  expectError(ctx, ncclAllReduce(a.data(), b.data(), 4, static_cast<ncclDataType_t>(13), ncclSum, comm, nullptr),
               ncclInvalidArgument, "datatype", "bad call inside a group");
   const ncclResult_t end = ncclGroupEnd();
   if (end == ncclSuccess) ctx.fail("rank %d: ncclGroupEnd must report the error of a call in its group", ctx.rank);

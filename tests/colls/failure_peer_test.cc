@@ -257,8 +257,9 @@ TEST(Stranger, GarbageOnTheBootstrapPortDoesNotBreakInit) {
   std::atomic<bool> stop{false};
   std::vector<int> held;
   int attempts = 0;
-  std::thread stranger(strangerLoop, port, &stop, &held, &attempts);
+  std::thread stranger;
   RunOptions opts;
+  opts.afterLaunch = [&] { stranger = std::thread(strangerLoop, port, &stop, &held, &attempts); };
   opts.timeoutMs = 60000;
   opts.env = {{"CHORUS_BOOTSTRAP_STALL_MS", "300"}, {"CHORUS_INIT_TIMEOUT_MS", "20000"}};
   opts.initComms = false;
@@ -280,7 +281,7 @@ TEST(Stranger, GarbageOnTheBootstrapPortDoesNotBreakInit) {
       },
       opts);
   stop = true;
-  stranger.join();
+  if (stranger.joinable()) stranger.join();
   for (int fd : held) close(fd);
   EXPECT_GT(attempts, 0) << "the stranger never got a connection: the test proved nothing";
 }

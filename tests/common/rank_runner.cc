@@ -129,6 +129,18 @@ void writeAll(int fd, const std::string& s) {
   _exit(ctx.failed() ? 1 : 0);
 }
 
+bool readAll(int fd, void* dst, size_t bytes) {
+  auto* p = static_cast<char*>(dst);
+  size_t got = 0;
+  while (got < bytes) {
+    ssize_t n = read(fd, p + got, bytes - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    got += static_cast<size_t>(n);
+  }
+  return true;
+}
+
 void drain(int fd, std::string* into) {
   char buf[4096];
   for (;;) {
@@ -219,35 +231,57 @@ void runThreads(int nranks, const RankFn& fn, const RunOptions& opts) {
 
 std::vector<ProcessOutcome> runProcessesRaw(int nranks, const RankFn& fn, const RunOptions& opts) {
   useHostMode();
-  const ncclUniqueId id = makeId();
+  signal(SIGPIPE, SIG_IGN);  // a child that died early must not kill the test through its id pipe
   std::fflush(stdout);
   std::fflush(stderr);
   std::vector<pid_t> pids(static_cast<size_t>(nranks), -1);
-  std::vector<int> fds(static_cast<size_t>(nranks), -1);
+  std::vector<int> fds(static_cast<size_t>(nranks), -1);     // messages, child -> parent
+  std::vector<int> idFds(static_cast<size_t>(nranks), -1);   // the unique id, parent -> child
   std::vector<std::string> text(static_cast<size_t>(nranks));
   std::vector<ProcessOutcome> out(static_cast<size_t>(nranks));
+  // Fork before creating the id: ncclGetUniqueId starts the store server
+  // thread, and forking a process with running threads can leave a child
+  // stuck on a lock one of them held (ASan's allocator does exactly that).
   for (int r = 0; r < nranks; ++r) {
-    int p[2];
-    if (pipe(p) != 0) {
+    int msg[2], idp[2];
+    if (pipe(msg) != 0 || pipe(idp) != 0) {
       ADD_FAILURE() << "pipe: " << strerror(errno);
       break;
     }
     pid_t pid = fork();
     if (pid == 0) {
-      close(p[0]);
-      for (int q = 0; q < r; ++q) close(fds[static_cast<size_t>(q)]);
-      childMain(r, nranks, id, p[1], fn, opts);
+      close(msg[0]);
+      close(idp[1]);
+      for (int q = 0; q < r; ++q) {
+        close(fds[static_cast<size_t>(q)]);
+        close(idFds[static_cast<size_t>(q)]);
+      }
+      ncclUniqueId id;
+      if (!readAll(idp[0], &id, sizeof(id))) _exit(97);  // the parent could not make an id
+      close(idp[0]);
+      childMain(r, nranks, id, msg[1], fn, opts);
     }
-    close(p[1]);
+    close(msg[1]);
+    close(idp[0]);
     if (pid < 0) {
-      close(p[0]);
+      close(msg[0]);
+      close(idp[1]);
       ADD_FAILURE() << "fork: " << strerror(errno);
       break;
     }
-    fcntl(p[0], F_SETFL, fcntl(p[0], F_GETFL) | O_NONBLOCK);
+    fcntl(msg[0], F_SETFL, fcntl(msg[0], F_GETFL) | O_NONBLOCK);
     pids[static_cast<size_t>(r)] = pid;
-    fds[static_cast<size_t>(r)] = p[0];
+    fds[static_cast<size_t>(r)] = msg[0];
+    idFds[static_cast<size_t>(r)] = idp[1];
   }
+  const ncclUniqueId id = makeId();
+  const std::string idBytes(reinterpret_cast<const char*>(&id), sizeof(id));
+  for (int& fd : idFds) {
+    if (fd < 0) continue;
+    if (!::testing::Test::HasFailure()) writeAll(fd, idBytes);
+    close(fd);
+  }
+  if (opts.afterLaunch) opts.afterLaunch();
   const auto deadline = Clock::now() + std::chrono::milliseconds(opts.timeoutMs);
   int running = 0;
   for (pid_t pid : pids) running += pid > 0;

@@ -61,6 +61,9 @@ struct RunOptions {
   // Environment set before communicator creation. Processes: set in each child
   // only. Threads: set in this process for the run and restored afterwards.
   std::vector<std::pair<std::string, std::string>> env;
+  // Processes only: runs in the parent once the children exist and have the
+  // id (e.g. to start a thread that must not be running at fork time).
+  std::function<void()> afterLaunch;
 };
 
 // Outcome of one rank of a forked run.
