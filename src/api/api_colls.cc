@@ -12,11 +12,14 @@ using namespace chorus;
 namespace {
 
 // Common checks; resolves the reduction operator (or a plain copy spec).
-ncclResult_t prepare(Task* t, const char* fn, bool reduces, ncclRedOp_t op) {
+// `dtype` and `op` are the raw integers the caller passed (see enumValue).
+ncclResult_t prepare(Task* t, const char* fn, bool reduces, int dtype, int op) {
   CHORUS_CHECK(checkComm(t->comm, fn));
-  CHORUS_CHECK(checkDatatype(t->dtype, fn));
+  CHORUS_CHECK(checkDatatype(dtype, fn));
+  t->dtype = static_cast<ncclDataType_t>(dtype);
   if (reduces) {
-    CHORUS_CHECK(t->comm->redops.resolve(op, t->dtype, t->comm->id.nranks, &t->spec));
+    if (op < 0) return fail(ncclInvalidArgument, "%s: invalid reduction operator %d", fn, op);
+    CHORUS_CHECK(t->comm->redops.resolve(static_cast<ncclRedOp_t>(op), t->dtype, t->comm->id.nranks, &t->spec));
   } else {
     t->spec.type = t->dtype;
     t->spec.kind = ReduceKind::Sum;
@@ -25,9 +28,9 @@ ncclResult_t prepare(Task* t, const char* fn, bool reduces, ncclRedOp_t op) {
 }
 
 // Runs one call; errors inside a group also fail the group's ncclGroupEnd.
-ncclResult_t submit(Task& t, const char* fn, bool reduces, ncclRedOp_t op,
+ncclResult_t submit(Task& t, const char* fn, bool reduces, int dtype, int op,
                     ncclResult_t (*extra)(const Task&, const char*)) {
-  ncclResult_t res = prepare(&t, fn, reduces, op);
+  ncclResult_t res = prepare(&t, fn, reduces, dtype, op);
   if (res == ncclSuccess && extra) res = extra(t, fn);
   if (res == ncclSuccess) res = enqueueTask(t);
   if (res != ncclSuccess) groupRecordError(res);
@@ -69,14 +72,13 @@ ncclResult_t peerBuffer(const Task& t, const char* fn) {
                      t.type == CollType::Send ? "sendbuff" : "recvbuff");
 }
 
-Task makeTask(CollType type, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t dt, int root,
-              ncclComm_t comm) {
+// The datatype is filled in by prepare() once it is known to be valid.
+Task makeTask(CollType type, const void* sendbuff, void* recvbuff, size_t count, int root, ncclComm_t comm) {
   Task t;
   t.type = type;
   t.sendbuff = sendbuff;
   t.recvbuff = recvbuff;
   t.count = count;
-  t.dtype = dt;
   t.root = root;
   t.comm = comm;
   return t;
@@ -86,76 +88,77 @@ Task makeTask(CollType type, const void* sendbuff, void* recvbuff, size_t count,
 
 CHORUS_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                          ncclRedOp_t op, ncclComm_t comm, cudaStream_t) {
-  Task t = makeTask(CollType::AllReduce, sendbuff, recvbuff, count, datatype, 0, comm);
-  return submit(t, "ncclAllReduce", true, op, buffersBoth);
+  Task t = makeTask(CollType::AllReduce, sendbuff, recvbuff, count, 0, comm);
+  return submit(t, "ncclAllReduce", true, enumValue(datatype), enumValue(op), buffersBoth);
 }
 CHORUS_EXPORT_ALIAS(ncclAllReduce)
 
 CHORUS_EXPORT ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
                                              ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t) {
-  Task t = makeTask(CollType::ReduceScatter, sendbuff, recvbuff, recvcount, datatype, 0, comm);
-  return submit(t, "ncclReduceScatter", true, op, buffersBoth);
+  Task t = makeTask(CollType::ReduceScatter, sendbuff, recvbuff, recvcount, 0, comm);
+  return submit(t, "ncclReduceScatter", true, enumValue(datatype), enumValue(op), buffersBoth);
 }
 CHORUS_EXPORT_ALIAS(ncclReduceScatter)
 
 CHORUS_EXPORT ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
                                          ncclDataType_t datatype, ncclComm_t comm, cudaStream_t) {
-  Task t = makeTask(CollType::AllGather, sendbuff, recvbuff, sendcount, datatype, 0, comm);
-  return submit(t, "ncclAllGather", false, ncclSum, buffersBoth);
+  Task t = makeTask(CollType::AllGather, sendbuff, recvbuff, sendcount, 0, comm);
+  return submit(t, "ncclAllGather", false, enumValue(datatype), 0, buffersBoth);
 }
 CHORUS_EXPORT_ALIAS(ncclAllGather)
 
 CHORUS_EXPORT ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                         ncclComm_t comm, cudaStream_t) {
-  Task t = makeTask(CollType::AlltoAll, sendbuff, recvbuff, count, datatype, 0, comm);
-  return submit(t, "ncclAlltoAll", false, ncclSum, buffersBoth);
+  Task t = makeTask(CollType::AlltoAll, sendbuff, recvbuff, count, 0, comm);
+  return submit(t, "ncclAlltoAll", false, enumValue(datatype), 0, buffersBoth);
 }
 CHORUS_EXPORT_ALIAS(ncclAlltoAll)
 
 CHORUS_EXPORT ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                       ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t) {
-  Task t = makeTask(CollType::Reduce, sendbuff, recvbuff, count, datatype, root, comm);
-  return submit(t, "ncclReduce", true, op, rootedBuffers);
+  Task t = makeTask(CollType::Reduce, sendbuff, recvbuff, count, root, comm);
+  return submit(t, "ncclReduce", true, enumValue(datatype), enumValue(op), rootedBuffers);
 }
 CHORUS_EXPORT_ALIAS(ncclReduce)
 
 CHORUS_EXPORT ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                          int root, ncclComm_t comm, cudaStream_t) {
-  Task t = makeTask(CollType::Broadcast, sendbuff, recvbuff, count, datatype, root, comm);
-  return submit(t, "ncclBroadcast", false, ncclSum, rootedBuffers);
+  Task t = makeTask(CollType::Broadcast, sendbuff, recvbuff, count, root, comm);
+  return submit(t, "ncclBroadcast", false, enumValue(datatype), 0, rootedBuffers);
 }
 CHORUS_EXPORT_ALIAS(ncclBroadcast)
 
 CHORUS_EXPORT ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
-                                     cudaStream_t stream) {
-  return ncclBroadcast(buff, buff, count, datatype, root, comm, stream);
+                                     cudaStream_t) {
+  Task t = makeTask(CollType::Broadcast, buff, buff, count, root, comm);
+  return submit(t, "ncclBcast", false, enumValue(datatype), 0, rootedBuffers);
 }
 CHORUS_EXPORT_ALIAS(ncclBcast)
 
 CHORUS_EXPORT ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                       int root, ncclComm_t comm, cudaStream_t) {
-  Task t = makeTask(CollType::Gather, sendbuff, recvbuff, count, datatype, root, comm);
-  return submit(t, "ncclGather", false, ncclSum, rootedBuffers);
+  Task t = makeTask(CollType::Gather, sendbuff, recvbuff, count, root, comm);
+  return submit(t, "ncclGather", false, enumValue(datatype), 0, rootedBuffers);
 }
 CHORUS_EXPORT_ALIAS(ncclGather)
 
 CHORUS_EXPORT ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                        int root, ncclComm_t comm, cudaStream_t) {
-  Task t = makeTask(CollType::Scatter, sendbuff, recvbuff, count, datatype, root, comm);
-  return submit(t, "ncclScatter", false, ncclSum, rootedBuffers);
+  Task t = makeTask(CollType::Scatter, sendbuff, recvbuff, count, root, comm);
+  return submit(t, "ncclScatter", false, enumValue(datatype), 0, rootedBuffers);
 }
 CHORUS_EXPORT_ALIAS(ncclScatter)
 
 CHORUS_EXPORT ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
                                     ncclComm_t comm, cudaStream_t) {
-  Task t = makeTask(CollType::Send, sendbuff, nullptr, count, datatype, peer, comm);
-  return submit(t, "ncclSend", false, ncclSum, peerBuffer);
+  Task t = makeTask(CollType::Send, sendbuff, nullptr, count, peer, comm);
+  return submit(t, "ncclSend", false, enumValue(datatype), 0, peerBuffer);
 }
 CHORUS_EXPORT_ALIAS(ncclSend)
 
 CHORUS_EXPORT ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
                                     cudaStream_t) {
-  Task t = makeTask(CollType::Recv, nullptr, recvbuff, count, datatype, peer, comm);
-  return submit(t, "ncclRecv", false, ncclSum, peerBuffer);
+  Task t = makeTask(CollType::Recv, nullptr, recvbuff, count, peer, comm);
+  return submit(t, "ncclRecv", false, enumValue(datatype), 0, peerBuffer);
 }
 CHORUS_EXPORT_ALIAS(ncclRecv)

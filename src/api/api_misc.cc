@@ -156,13 +156,17 @@ CHORUS_EXPORT ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scala
                                                     ncclScalarResidence_t residence, ncclComm_t comm) {
   CHORUS_CHECK(checkComm(comm, "ncclRedOpCreatePreMulSum"));
   CHORUS_CHECK(checkPtr(op, "ncclRedOpCreatePreMulSum", "op"));
-  CHORUS_CHECK(checkDatatype(datatype, "ncclRedOpCreatePreMulSum"));
+  CHORUS_CHECK(checkDatatype(enumValue(datatype), "ncclRedOpCreatePreMulSum"));
+  const int where = enumValue(residence);
+  if (where != ncclScalarDevice && where != ncclScalarHostImmediate)
+    return fail(ncclInvalidArgument, "ncclRedOpCreatePreMulSum: invalid residence %d", where);
   return comm->redops.create(datatype, scalar, residence, op);
 }
 CHORUS_EXPORT_ALIAS(ncclRedOpCreatePreMulSum)
 
 CHORUS_EXPORT ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
   CHORUS_CHECK(checkComm(comm, "ncclRedOpDestroy"));
+  if (enumValue(op) < 0) return fail(ncclInvalidArgument, "ncclRedOpDestroy: invalid operator %d", enumValue(op));
   return comm->redops.destroy(op);
 }
 CHORUS_EXPORT_ALIAS(ncclRedOpDestroy)

@@ -4,10 +4,9 @@
 
 namespace chorus {
 
-ncclResult_t checkDatatype(ncclDataType_t t, const char* fn) {
-  if (static_cast<int>(t) < 0 || static_cast<int>(t) >= ncclNumTypes)
-    return fail(ncclInvalidArgument, "%s: invalid datatype %d (valid: 0..%d)", fn, static_cast<int>(t),
-                ncclNumTypes - 1);
+ncclResult_t checkDatatype(int t, const char* fn) {
+  if (t < 0 || t >= ncclNumTypes)
+    return fail(ncclInvalidArgument, "%s: invalid datatype %d (valid: 0..%d)", fn, t, ncclNumTypes - 1);
   return ncclSuccess;
 }
 

@@ -5,12 +5,24 @@
 #pragma once
 
 #include <cstddef>
+#include <cstring>
 
 #include "nccl.h"
 
 namespace chorus {
 
-ncclResult_t checkDatatype(ncclDataType_t t, const char* fn);
+// The integer a C caller passed for an enum parameter. C code may pass any
+// int; reading it through the C++ enum type would be undefined behaviour
+// when it lies outside the enum's range, so it is read as bytes.
+template <typename Enum>
+int enumValue(const Enum& e) {
+  static_assert(sizeof(Enum) == sizeof(int));
+  int v;
+  std::memcpy(&v, &e, sizeof v);
+  return v;
+}
+
+ncclResult_t checkDatatype(int t, const char* fn);
 ncclResult_t checkRoot(int root, int nranks, const char* fn, const char* what = "root");
 ncclResult_t checkPtr(const void* p, const char* fn, const char* what);
 // A buffer may be NULL only when it holds no data.

@@ -77,12 +77,14 @@ ncclResult_t Bootstrap::barrier(const WaitBound& bound) {
   std::vector<std::vector<uint8_t>> vals;
   ncclResult_t res = store_->get({epochKey(epoch, "bar/done")}, &vals, bound);
   if (res != ncclSuccess) {
-    // Say how many made it: that tells a hung rank from a dead store.
+    // Say how many made it: that tells a hung rank from a dead store. The
+    // probe may fail too; the original error is what the caller must see.
+    const std::string cause = lastErrorMessage();
     int64_t now = 0;
     if (store_->add(countKey, 0, &now) == ncclSuccess)
-      CHORUS_WARN(kLogBootstrap, "bootstrap: barrier %llu on rank %d: %lld of %d ranks had arrived",
-                  static_cast<unsigned long long>(epoch), rank_, static_cast<long long>(now), nranks_);
-    return res;
+      return fail(res, "bootstrap: barrier %llu on rank %d: %lld of %d ranks had arrived: %s",
+                  static_cast<unsigned long long>(epoch), rank_, static_cast<long long>(now), nranks_, cause.c_str());
+    return fail(res, "%s", cause.c_str());
   }
   if (rank_ == 0) CHORUS_CHECK(eraseBefore(epoch));
   return ncclSuccess;
