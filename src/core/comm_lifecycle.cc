@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstdio>
 #include <memory>
 #include <vector>
@@ -35,6 +36,17 @@ struct MemberSpec {
   int nranks = 0;
 };
 
+// With more ranks on this node than CPUs, a rank that spins waiting for a
+// peer burns the time slice the peer needs to make progress: wait by
+// yielding straight away instead (unless CHORUS_SPIN_COUNT says otherwise).
+void adaptToOversubscription(ncclComm* comm) {
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  if (cpus <= 0 || comm->id.localNRanks <= cpus || std::getenv("CHORUS_SPIN_COUNT") != nullptr) return;
+  comm->config.spinCount = 0;
+  CHORUS_INFO(kLogInit, "comm %p: %d ranks on %ld CPUs: waits yield instead of spinning", (void*)comm,
+              comm->id.localNRanks, cpus);
+}
+
 ncclResult_t exchangePeers(ncclComm* comm, const WaitBound& bound) {
   PeerInfo mine;
   mine.rank = comm->id.rank;
@@ -57,6 +69,7 @@ ncclResult_t exchangePeers(ncclComm* comm, const WaitBound& bound) {
   }
   comm->id.localNRanks = local;
   comm->id.localRank = localRank;
+  adaptToOversubscription(comm);
   comm->conns = std::make_unique<ConnectionTable>(comm->id.rank, comm->bootstrap.get(), std::move(peers),
                                                   comm->id.commHash);
   return ncclSuccess;
