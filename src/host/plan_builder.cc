@@ -110,13 +110,11 @@ ncclResult_t PlanBuilder::build() {
 }
 
 ncclResult_t expandLocal(PlanBuilder& b, const Task& t) {
-  const size_t esz = typeSize(t.dtype);
   const char* src = static_cast<const char*>(t.sendbuff);
   char* dst = static_cast<char*>(t.recvbuff);
   const bool reduces = t.type == CollType::AllReduce || t.type == CollType::Reduce ||
                        t.type == CollType::ReduceScatter;
   if (t.count == 0 || (src == dst && !reduces)) return ncclSuccess;
-  (void)esz;
   b.lane(ConnClass::Ring, Proto::Simple, 0).steps.push_back(localStep(t, src, dst, t.count, reduces, reduces));
   return ncclSuccess;
 }
