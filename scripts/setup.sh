@@ -3,7 +3,8 @@
 # Idempotent; skips apt when everything is already there.
 set -euo pipefail
 pkgs=(cmake g++ ninja-build pkg-config libgtest-dev libgmock-dev libbenchmark-dev
-      openmpi-bin libopenmpi-dev libgloo-dev iproute2)
+      openmpi-bin libopenmpi-dev libgloo-dev iproute2
+      libucx-dev ucx-utils libibverbs-dev librdmacm-dev libhwloc-dev iperf3)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -19,4 +19,5 @@ echo "== build (ASan + UBSan) =="
 "$root/scripts/build.sh" "$root/build-san" -DCHORUS_SANITIZE=address,undefined -DCHORUS_BUILD_BENCHMARKS=OFF
 echo "== tests under sanitizers =="
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  LSAN_OPTIONS=suppressions=$root/tests/lsan.supp \
   ctest --test-dir "$root/build-san" --output-on-failure -j "$jobs" --timeout 600 -LE nosan

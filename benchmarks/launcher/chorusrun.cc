@@ -2,11 +2,20 @@
 // on this machine, without MPI.
 //
 //   chorusrun -n N [--port P] [--] program [args...]
+//   chorusrun -n N --nnodes K --node-rank I --master HOST:PORT [--map-by slot|node] program ...
 //
 // Each child gets NCCL_COMM_ID=127.0.0.1:<port> (a free loopback port unless
 // --port is given), CHORUS_RANK=i and CHORUS_WORLD_SIZE=N, which is all the
 // benchmark tools (and any program using ncclGetUniqueId with NCCL_COMM_ID)
-// need to form one communicator. Signals sent to chorusrun are forwarded to
+// need to form one communicator.
+//
+// Across machines, run one chorusrun per machine with the same --nnodes and
+// --master (an address of the node-rank-0 machine and a free port there) and
+// that machine's --node-rank. The job has N*K ranks; --map-by slot (default)
+// numbers a machine's processes consecutively (node I holds ranks I*N ..
+// I*N+N-1), --map-by node deals ranks round-robin over machines (rank = i*K+I),
+// as mpirun's options of the same names do. CHORUS_LOCAL_RANK tells a process
+// its index on its machine. Signals sent to chorusrun are forwarded to
 // the children. If a child fails, the others are terminated (SIGTERM, then
 // SIGKILL after a grace period) and chorusrun exits with the first failure's
 // status (128 + signal number for a child killed by a signal).
@@ -52,8 +61,11 @@ void installForwarding() {
 void usage(FILE* out) {
   std::fprintf(out,
                "Usage: chorusrun -n N [--port P] [--] program [args...]\n"
+               "       chorusrun -n N --nnodes K --node-rank I --master HOST:PORT [--map-by slot|node] program ...\n"
                "  Starts N processes of one job on this machine. Each gets\n"
                "  NCCL_COMM_ID=127.0.0.1:<port>, CHORUS_RANK and CHORUS_WORLD_SIZE.\n"
+               "  With --nnodes, run one chorusrun per machine: the job has N*K ranks and\n"
+               "  rendezvous at --master (an address of node 0; node 0 listens on it).\n"
                "  Exits non-zero (and stops the others) when any process fails.\n");
 }
 
@@ -78,7 +90,14 @@ int pickFreePort() {
 struct Args {
   int nprocs = 0;
   int port = 0;
-  int first = 0;  // index in argv of the program
+  int nnodes = 1;
+  int nodeRank = 0;
+  bool mapByNode = false;
+  std::string master;  // HOST:PORT of the bootstrap root when nnodes > 1
+  int first = 0;       // index in argv of the program
+
+  int worldSize() const { return nprocs * nnodes; }
+  int globalRank(int local) const { return mapByNode ? local * nnodes + nodeRank : nodeRank * nprocs + local; }
 };
 
 bool parseArgs(int argc, char** argv, Args* a) {
@@ -93,6 +112,19 @@ bool parseArgs(int argc, char** argv, Args* a) {
       a->nprocs = std::atoi(argv[++i]);
     } else if (s == "--port" && i + 1 < argc) {
       a->port = std::atoi(argv[++i]);
+    } else if (s == "--nnodes" && i + 1 < argc) {
+      a->nnodes = std::atoi(argv[++i]);
+    } else if (s == "--node-rank" && i + 1 < argc) {
+      a->nodeRank = std::atoi(argv[++i]);
+    } else if (s == "--master" && i + 1 < argc) {
+      a->master = argv[++i];
+    } else if (s == "--map-by" && i + 1 < argc) {
+      const std::string how = argv[++i];
+      if (how != "node" && how != "slot") {
+        std::fprintf(stderr, "chorusrun: --map-by takes slot or node, not %s\n", how.c_str());
+        return false;
+      }
+      a->mapByNode = how == "node";
     } else if (s == "-h" || s == "--help") {
       usage(stdout);
       std::exit(0);
@@ -105,14 +137,23 @@ bool parseArgs(int argc, char** argv, Args* a) {
   }
   a->first = i;
   if (a->nprocs < 1 || a->nprocs > kMaxProcs || i >= argc || a->port < 0 || a->port > 65535) return false;
+  if (a->nnodes < 1 || a->nodeRank < 0 || a->nodeRank >= a->nnodes) {
+    std::fprintf(stderr, "chorusrun: --node-rank must be in [0, --nnodes)\n");
+    return false;
+  }
+  if (a->nnodes > 1 && a->master.empty()) {
+    std::fprintf(stderr, "chorusrun: --nnodes > 1 needs --master HOST:PORT (an address of node 0)\n");
+    return false;
+  }
   return true;
 }
 
-[[noreturn]] void execChild(const Args& a, int rank, const std::string& commId, char** argv) {
+[[noreturn]] void execChild(const Args& a, int local, const std::string& commId, char** argv) {
   setpgid(0, 0);
   setenv("NCCL_COMM_ID", commId.c_str(), 1);
-  setenv("CHORUS_RANK", std::to_string(rank).c_str(), 1);
-  setenv("CHORUS_WORLD_SIZE", std::to_string(a.nprocs).c_str(), 1);
+  setenv("CHORUS_RANK", std::to_string(a.globalRank(local)).c_str(), 1);
+  setenv("CHORUS_WORLD_SIZE", std::to_string(a.worldSize()).c_str(), 1);
+  setenv("CHORUS_LOCAL_RANK", std::to_string(local).c_str(), 1);
   execvp(argv[a.first], argv + a.first);
   std::fprintf(stderr, "chorusrun: cannot run %s: %s\n", argv[a.first], std::strerror(errno));
   std::_Exit(127);
@@ -170,12 +211,15 @@ int main(int argc, char** argv) {
     usage(stderr);
     return 2;
   }
-  const int port = a.port ? a.port : pickFreePort();
-  if (port <= 0) {
-    std::fprintf(stderr, "chorusrun: cannot find a free loopback port: %s\n", std::strerror(errno));
-    return 1;
+  std::string commId = a.master;
+  if (commId.empty()) {
+    const int port = a.port ? a.port : pickFreePort();
+    if (port <= 0) {
+      std::fprintf(stderr, "chorusrun: cannot find a free loopback port: %s\n", std::strerror(errno));
+      return 1;
+    }
+    commId = "127.0.0.1:" + std::to_string(port);
   }
-  const std::string commId = "127.0.0.1:" + std::to_string(port);
   installForwarding();
   for (int rank = 0; rank < a.nprocs; ++rank) {
     const pid_t pid = fork();

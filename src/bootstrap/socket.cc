@@ -247,6 +247,62 @@ ncclResult_t chooseInterface(const std::string& spec, InterfaceInfo* out) {
   return ncclSuccess;
 }
 
+namespace {
+
+// The address of `c` to use for `family`, or nullptr (and *why) when it has none.
+const SockAddr* addressFor(const IfCandidate& c, int family, const char** why) {
+  if (family == AF_INET) {
+    *why = "no IPv4 address (NCCL_SOCKET_FAMILY=AF_INET)";
+    return c.hasV4 ? &c.v4 : nullptr;
+  }
+  if (family == AF_INET6) {
+    *why = "no global IPv6 address (NCCL_SOCKET_FAMILY=AF_INET6)";
+    return c.hasV6 ? &c.v6 : nullptr;
+  }
+  *why = "no usable IPv4/IPv6 address";
+  return c.hasV4 ? &c.v4 : (c.hasV6 ? &c.v6 : nullptr);
+}
+
+}  // namespace
+
+ncclResult_t chooseInterfaces(const std::string& spec, int family, const char* who, std::vector<InterfaceInfo>* out) {
+  ncclResult_t res = ncclSuccess;
+  std::vector<IfCandidate> ifs = listInterfaces(&res);
+  CHORUS_CHECK(res);
+  IfnameFilter filter = IfnameFilter::parse(spec);
+  std::vector<InterfaceInfo> picked, loopbacks;
+  std::string rejected;
+  for (const IfCandidate& c : ifs) {
+    const char* why = rejection(c, spec, filter);
+    const SockAddr* addr = why == nullptr ? addressFor(c, family, &why) : nullptr;
+    if (addr == nullptr) {
+      rejected += (rejected.empty() ? "" : "; ") + c.name + ": " + why;
+      continue;
+    }
+    InterfaceInfo info{c.name, *addr};
+    info.addr.setPort(0);
+    (c.loopback ? loopbacks : picked).push_back(info);
+  }
+  const char* reason = "up, allowed by the filter";
+  if (picked.empty()) {
+    picked = loopbacks;
+    reason = "no other interface is usable, falling back to loopback";
+  } else {
+    for (const InterfaceInfo& l : loopbacks)
+      rejected += (rejected.empty() ? "" : "; ") + l.name + ": loopback (other interfaces exist)";
+  }
+  if (picked.empty())
+    return fail(ncclSystemError, "%s: no usable network interface for NCCL_SOCKET_IFNAME='%s' (%s)", who, spec.c_str(),
+                rejected.c_str());
+  std::string used;
+  for (const InterfaceInfo& i : picked) used += (used.empty() ? "" : ", ") + i.name + " (" + i.addr.str() + ")";
+  CHORUS_INFO(kLogInit | kLogNet, "%s: using %s: %s%s; rejected: %s", who, used.c_str(), reason,
+              spec.empty() ? "" : (" within NCCL_SOCKET_IFNAME=" + spec).c_str(),
+              rejected.empty() ? "none" : rejected.c_str());
+  *out = std::move(picked);
+  return ncclSuccess;
+}
+
 // ---- Descriptors closed in forked children ---------------------------------------------
 
 namespace {

@@ -51,6 +51,11 @@ struct InterfaceInfo {
 // `spec` (empty: anything but docker bridges), non-loopback preferred, loopback
 // as the fallback. Logs the choice and the reasons others were passed over.
 ncclResult_t chooseInterface(const std::string& spec, InterfaceInfo* out);
+// Every interface allowed by `spec` (same rules) that has an address of
+// `family` (AF_INET, AF_INET6, or AF_UNSPEC: either, IPv4 preferred).
+// Loopback is returned only when nothing else qualifies. Logs (as `who`) the
+// interfaces used and why each other one was rejected; fails when none is left.
+ncclResult_t chooseInterfaces(const std::string& spec, int family, const char* who, std::vector<InterfaceInfo>* out);
 
 // An owned socket descriptor. Descriptors are registered so that a fork()ed
 // child closes them (they belong to threads the child does not have), and a

@@ -18,7 +18,12 @@
 #include "core/registration.h"
 #include "host/plan_cache.h"
 #include "nccl.h"
+#include "topo/comm_topology.h"
 #include "transport/connection_table.h"
+
+namespace chorus::graph {
+struct CommGraph;
+}
 
 namespace chorus {
 
@@ -44,9 +49,13 @@ struct ncclComm {
   std::shared_ptr<chorus::Store> store;
   std::unique_ptr<chorus::Bootstrap> bootstrap;
   std::unique_ptr<chorus::ConnectionTable> conns;
+  // The machines the ranks run on (built at init, immutable afterwards).
+  std::shared_ptr<const chorus::topo::CommTopology> topology;
   chorus::RedOpTable redops;
   chorus::RegistrationTable registrations;
   chorus::PlanCache planCache;  // guarded by opMutex
+  // Rings, trees and hierarchical groups (graph/comm_graph.h), searched at init.
+  std::shared_ptr<const chorus::graph::CommGraph> graph;
 
   // Set by ncclCommAbort (or a shrink with NCCL_SHRINK_ABORT): every wait ends.
   std::atomic<bool> abortFlag{false};

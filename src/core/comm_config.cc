@@ -41,6 +41,14 @@ ncclResult_t resolveCommConfig(const ncclConfig_t* user, const CommConfig* inher
     c.minChannels = static_cast<int>(std::clamp<int64_t>(params::minChannels(), 1, 32));
     int64_t maxCh = params::maxChannels();
     c.maxChannels = maxCh > 0 ? static_cast<int>(std::min<int64_t>(maxCh, 32)) : 2;
+    // NCCL_MIN_CTAS / NCCL_MAX_CTAS bound the same count (a channel is a CTA on GPUs).
+    if (params::minCtas() > 0)
+      c.minChannels = std::max(c.minChannels, static_cast<int>(std::min<int64_t>(params::minCtas(), 32)));
+    if (params::maxCtas() > 0) {
+      const int ctas = static_cast<int>(std::min<int64_t>(params::maxCtas(), 32));
+      c.maxChannels = maxCh > 0 ? std::min(c.maxChannels, ctas) : ctas;
+    }
+    if (c.minChannels > c.maxChannels) c.maxChannels = c.minChannels;
   }
   if (user == nullptr) {
     *out = c;

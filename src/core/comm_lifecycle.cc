@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstdio>
 #include <memory>
@@ -20,10 +21,13 @@
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/unique_id.h"
 #include "core/comm.h"
+#include "core/comm_graph_setup.h"
 #include "core/host_identity.h"
 #include "core/mode.h"
 #include "core/result.h"
 #include "enqueue/group.h"
+#include "topo/comm_build.h"
+#include "transport/transport.h"
 
 namespace chorus {
 namespace {
@@ -55,8 +59,21 @@ ncclResult_t exchangePeers(ncclComm* comm, const WaitBound& bound) {
   mine.processToken = processToken();
   mine.cudaDev = comm->id.cudaDev;
   mine.hostMode = comm->id.hostMode ? 1 : 0;
+  // The topology record rides on the same all-gather: no extra round.
+  struct InitRecord {
+    PeerInfo peer;
+    topo::TopoRankRecord topo;
+  };
+  InitRecord myRecord{mine, {}};
+  CHORUS_CHECK(topo::localTopoRecord(&myRecord.topo));
+  std::vector<InitRecord> records(comm->id.nranks);
+  CHORUS_CHECK(comm->bootstrap->allGather(&myRecord, sizeof(myRecord), records.data(), bound));
   std::vector<PeerInfo> peers(comm->id.nranks);
-  CHORUS_CHECK(comm->bootstrap->allGather(&mine, sizeof(mine), peers.data(), bound));
+  std::vector<topo::TopoRankRecord> topoRecords(comm->id.nranks);
+  for (int r = 0; r < comm->id.nranks; ++r) {
+    peers[r] = records[r].peer;
+    topoRecords[r] = records[r].topo;
+  }
   int local = 0, localRank = 0;
   for (const PeerInfo& p : peers) {
     if (p.hostMode != mine.hostMode)
@@ -72,7 +89,7 @@ ncclResult_t exchangePeers(ncclComm* comm, const WaitBound& bound) {
   adaptToOversubscription(comm);
   comm->conns = std::make_unique<ConnectionTable>(comm->id.rank, comm->bootstrap.get(), std::move(peers),
                                                   comm->id.commHash);
-  return ncclSuccess;
+  return topo::buildCommTopology(comm, topoRecords, bound);
 }
 
 ncclResult_t initMembers(ncclComm* comm, MemberSpec spec) {
@@ -85,6 +102,7 @@ ncclResult_t initMembers(ncclComm* comm, MemberSpec spec) {
   comm->id.commHash = hashBytes(spec.prefix.data(), spec.prefix.size());
   comm->bootstrap = std::make_unique<Bootstrap>(spec.store, spec.prefix, spec.rank, spec.nranks);
   CHORUS_CHECK(exchangePeers(comm, bound));
+  CHORUS_CHECK(setupCommGraph(comm));
   CHORUS_INFO(kLogInit, "comm %p hash %016llx rank %d/%d (local %d/%d) ready in %s mode%s%s", (void*)comm,
               (unsigned long long)comm->id.commHash, comm->id.rank, comm->id.nranks, comm->id.localRank,
               comm->id.localNRanks, comm->id.hostMode ? "host" : "GPU", comm->config.commName.empty() ? "" : " name ",
@@ -289,7 +307,12 @@ ncclResult_t commRevoke(ncclComm* comm) {
 ncclResult_t commDestroy(ncclComm* comm) {
   if (comm->initThread.joinable()) comm->initThread.join();
   { std::lock_guard<std::mutex> wait(comm->opMutex); }
+  const bool aborting = comm->abortFlag.load();
+  const auto bound = std::chrono::milliseconds(std::max<int64_t>(0, comm->config.timeoutMs));
   deleteComm(comm);
+  // Network links are closed by the proxy thread: destroy returns once that
+  // happened (bounded), so no connection outlives it; abort does not wait.
+  if (!aborting) awaitRetiredConnections(bound);
   return ncclSuccess;
 }
 

@@ -13,6 +13,9 @@ namespace chorus {
 // logs it at WARN, and returns `code`. Used at the point where a failure is
 // first detected; callers above just propagate with CHORUS_CHECK.
 ncclResult_t fail(ncclResult_t code, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+// Like fail() but logs at INFO: for conditions that are errors to the caller
+// yet expected in normal operation (e.g. a network peer's orderly close).
+ncclResult_t failQuiet(ncclResult_t code, uint32_t subsys, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
 
 // The message most recently recorded by fail() on this thread ("" if none).
 const char* lastErrorMessage();

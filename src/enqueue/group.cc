@@ -10,6 +10,7 @@
 #include "core/comm.h"
 #include "core/result.h"
 #include "host/executor.h"
+#include "graph/comm_graph.h"
 #include "host/plan_builder.h"
 
 namespace chorus {
@@ -194,7 +195,7 @@ ncclResult_t groupSimulateEnd(float* estimatedUs) {
   std::vector<std::pair<ncclComm*, double>> perComm;
   for (const Task& t : g.tasks) {
     TuneDecision d;
-    if (tuneTask(t, t.comm->id.nranks, t.comm->config, &d) != ncclSuccess) continue;
+    if (tuneTask(t, t.comm->id.nranks, t.comm->config, t.comm->graph.get(), &d) != ncclSuccess) continue;
     auto it = std::find_if(perComm.begin(), perComm.end(), [&](auto& e) { return e.first == t.comm; });
     if (it == perComm.end()) perComm.emplace_back(t.comm, d.estimatedUs);
     else it->second += d.estimatedUs;

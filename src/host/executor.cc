@@ -120,6 +120,19 @@ ncclResult_t checkFlags(HostPlan& plan) {
   return ncclSuccess;
 }
 
+// Fails if a connector a waiting lane needs has a broken network link. Only
+// current steps count: a peer that finished and closed its links is fine
+// unless this rank still needs them.
+ncclResult_t checkLinks(HostPlan& plan) {
+  for (const Lane& lane : plan.lanes) {
+    if (lane.finished()) continue;
+    const HostStep& s = lane.steps[lane.cur];
+    for (int i = 0; i < s.nRecv; ++i) CHORUS_CHECK(plan.comm->conns->checkLink(s.recv[i]->end()));
+    for (int i = 0; i < s.nSend; ++i) CHORUS_CHECK(plan.comm->conns->checkLink(s.send[i]->end()));
+  }
+  return ncclSuccess;
+}
+
 // Idle-time checks; returns an error when the group must stop.
 ncclResult_t idleChecks(std::span<HostPlan* const> plans, Clock::time_point lastProgress) {
   const auto now = Clock::now();
@@ -127,6 +140,7 @@ ncclResult_t idleChecks(std::span<HostPlan* const> plans, Clock::time_point last
     CHORUS_CHECK(checkFlags(*p));
     const int64_t timeoutMs = p->comm->config.timeoutMs;
     CHORUS_CHECK(checkPeersAlive(*p));
+    CHORUS_CHECK(checkLinks(*p));
     if (now - lastProgress > std::chrono::milliseconds(timeoutMs)) CHORUS_CHECK(reportTimeout(*p, timeoutMs));
   }
   return ncclSuccess;

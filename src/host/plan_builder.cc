@@ -15,6 +15,17 @@ uint32_t PlanBuilder::slotBytes(Proto p) const {
   return p == Proto::LL ? comm_->config.llSlotBytes : comm_->config.slotBytes;
 }
 uint32_t PlanBuilder::nslots() const { return comm_->config.nslots; }
+const graph::CommGraph* PlanBuilder::graph() const {
+  const graph::CommGraph* g = comm_->graph.get();
+  return g != nullptr && g->nranks == nranks() && g->nchannels() > 0 ? g : nullptr;
+}
+
+RingOrder PlanBuilder::ringOrder(int channel) const {
+  const graph::CommGraph* g = graph();
+  if (g == nullptr) return RingOrder{};
+  const graph::RingChannel& ring = g->ring(channel);
+  return RingOrder{ring.order.data(), ring.position.data()};
+}
 
 Lane& PlanBuilder::lane(ConnClass cls, Proto proto, int channel, int peer, bool sendSide) {
   auto key = std::make_tuple(static_cast<int>(cls), static_cast<int>(proto), channel, peer, sendSide ? 1 : 0);
@@ -54,6 +65,7 @@ ncclResult_t PlanBuilder::expand(const Task& task, const TuneDecision& d) {
   if (nranks() == 1) return expandLocal(*this, task);
   if (d.algo == Algo::Tree) return expandTree(*this, task, d);
   if (d.algo == Algo::Direct) return expandDirect(*this, task, d);
+  if (d.algo == Algo::Hier) return expandHier(*this, task, d);
   return expandRing(*this, task, d);
 }
 
@@ -100,7 +112,7 @@ ncclResult_t PlanBuilder::build() {
   plan_->estimatedUs = 0;
   for (const Task& task : plan_->tasks) {
     TuneDecision d;
-    CHORUS_CHECK(tuneTask(task, nranks(), comm_->config, &d));
+    CHORUS_CHECK(tuneTask(task, nranks(), comm_->config, graph(), &d));
     plan_->estimatedUs += d.estimatedUs;
     CHORUS_CHECK(expand(task, d));
   }

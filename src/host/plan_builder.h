@@ -6,11 +6,22 @@
 #include <map>
 #include <tuple>
 
+#include "graph/comm_graph.h"
 #include "host/host_plan.h"
+#include "sched/ring.h"
 #include "transport/connection_table.h"
 #include "tune/tuner.h"
 
 namespace chorus {
+
+// A channel's ring as the schedules see it: position p holds rank at(p).
+// Without a graph the ring is the rank order.
+struct RingOrder {
+  const int* order = nullptr;
+  const int* position = nullptr;
+  int at(int pos) const { return order ? order[pos] : pos; }
+  int positionOf(int rank) const { return position ? position[rank] : rank; }
+};
 
 class PlanBuilder {
  public:
@@ -26,6 +37,8 @@ class PlanBuilder {
   uint32_t nslots() const;
   int rank() const;
   int nranks() const;
+  const graph::CommGraph* graph() const;  // null when the communicator has none (rank-order rings)
+  RingOrder ringOrder(int channel) const;
 
  private:
   ncclResult_t expand(const Task& task, const TuneDecision& d);
@@ -42,9 +55,18 @@ class PlanBuilder {
 ncclResult_t expandRing(PlanBuilder& b, const Task& t, const TuneDecision& d);
 ncclResult_t expandTree(PlanBuilder& b, const Task& t, const TuneDecision& d);
 ncclResult_t expandDirect(PlanBuilder& b, const Task& t, const TuneDecision& d);
+ncclResult_t expandHier(PlanBuilder& b, const Task& t, const TuneDecision& d);
 ncclResult_t expandP2P(PlanBuilder& b, const Task& t, std::vector<const Task*>* selfSends,
                        std::vector<const Task*>* selfRecvs);
 ncclResult_t expandLocal(PlanBuilder& b, const Task& t);
+
+// The step a ring schedule's `action` makes on one chunk: which connectors it
+// uses and whether it reads `src`, writes `dst`, pre-multiplies, divides.
+HostStep ringActionStep(const Task& t, sched::RingAction action, RecvConnector* recv, SendConnector* send,
+                        const char* src, char* dst, size_t count);
+
+// Elements of one ring chunk: half a FIFO, so a step never waits for room.
+size_t ringChunkElems(const PlanBuilder& b, Proto proto, size_t esz);
 
 // A step whose only input is `src` (with PreMulSum applied if pre) and only output `dst`.
 HostStep localStep(const Task& t, const char* src, char* dst, size_t count, bool pre, bool post);

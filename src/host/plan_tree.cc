@@ -5,7 +5,12 @@
 // lanes: a rank has to keep forwarding partial sums up while the first
 // results already come down. The root does both in one step: it reduces its
 // children's pieces with its input, keeps the result and sends it down.
+//
+// The trees come from the communicator's graph (graph/links.h: a double
+// binary tree over hosts with a chain inside each host, or over the ranks
+// of a single host along its ring); without a graph, over rank indices.
 #include "core/result.h"
+#include "graph/links.h"
 #include "host/plan_builder.h"
 #include "sched/tree.h"
 
@@ -15,7 +20,9 @@ namespace {
 ncclResult_t treeHalf(PlanBuilder& b, const Task& t, const TuneDecision& d, int ch, int tree, sched::Range range) {
   const size_t esz = typeSize(t.dtype);
   const int chId = ch * 2 + tree;
-  const sched::TreeLinks L = sched::treeLinks(b.rank(), b.nranks(), tree);
+  const graph::CommGraph* g = b.graph();
+  const sched::TreeLinks L =
+      g ? graph::treeLinks(*g, ch, tree, b.rank()) : sched::treeLinks(b.rank(), b.nranks(), tree);
   const char* src = static_cast<const char*>(t.sendbuff) + range.begin * esz;
   char* dst = static_cast<char*>(t.recvbuff) + range.begin * esz;
 

@@ -35,6 +35,7 @@ ConnRequest ConnectionTable::requestFor(const ConnKey& key, int from, int to, ui
   req.peerRank = key.peer;
   req.slotBytes = slotBytes;
   req.nslots = nslots;
+  req.channel = key.channel;
   char buf[128];
   snprintf(buf, sizeof(buf), "comm %016llx %s ch%u %d->%d", (unsigned long long)commHash_, className(key.cls),
            key.channel, from, to);
@@ -52,10 +53,7 @@ ncclResult_t ConnectionTable::requestRecv(const ConnKey& key, uint32_t slotBytes
   const PeerInfo& peer = peers_[key.peer];
   Transport* t = selectTransport(peers_[rank_], peer);
   if (t == nullptr)
-    return fail(ncclInvalidUsage,
-                "no transport can connect rank %d to rank %d (different hosts need the network transport, "
-                "which this build does not have yet)",
-                rank_, key.peer);
+    return fail(ncclInvalidUsage, "no transport can connect rank %d to rank %d", rank_, key.peer);
   ConnRequest req = requestFor(key, key.peer, rank_, slotBytes, nslots);
   FifoEnd end;
   std::vector<uint8_t> handle;
@@ -103,6 +101,13 @@ ncclResult_t ConnectionTable::connectAll(const WaitBound& bound) {
     pending_.pop_back();
   }
   return ncclSuccess;
+}
+
+ncclResult_t ConnectionTable::checkLink(const FifoEnd& end) const {
+  if (!end.health || !end.health->failed()) return ncclSuccess;
+  const PeerInfo& p = peers_[end.peer];
+  return fail(static_cast<ncclResult_t>(end.health->code), "rank %d: link to peer rank %d (pid %d, host %016llx) failed: %s",
+              rank_, end.peer, p.pid, (unsigned long long)p.hostHash, end.health->message);
 }
 
 }  // namespace chorus

@@ -37,6 +37,10 @@ class ConnectionTable {
   ncclResult_t requestRecv(const ConnKey& key, uint32_t slotBytes, uint32_t nslots, RecvConnector** out);
   ncclResult_t requestSend(const ConnKey& key, uint32_t slotBytes, uint32_t nslots, SendConnector** out);
   ncclResult_t connectAll(const WaitBound& bound);
+  // Fails (with the mover's code and message, naming the peer) if the
+  // connector's data is moved by a proxy whose link broke. Called by the
+  // executor for the connectors it waits on.
+  ncclResult_t checkLink(const FifoEnd& end) const;
 
   const PeerInfo& peer(int rank) const { return peers_[rank]; }
   const std::vector<PeerInfo>& peers() const { return peers_; }

@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 
 namespace chorus {
@@ -41,6 +42,36 @@ inline size_t fifoTotalBytes(uint32_t slotBytes, uint32_t nslots) {
 // Writes a fresh control block at the start of `mem` (fifoTotalBytes large).
 void fifoInit(void* mem, uint32_t slotBytes, uint32_t nslots, int receiverPid);
 
+// Error state of a connector whose data is moved by someone else (the network
+// proxy). Set once, by the mover; read by the executor while it waits, so a
+// broken link becomes an error naming the peer instead of a timeout.
+struct LinkHealth {
+  std::atomic<int> state{0};  // 0 healthy, 1 being written, 2 failed (code and message valid)
+  int code = 0;               // an ncclResult_t
+  char message[512] = {0};
+  // First failure wins; later ones are dropped.
+  void setFailed(int errorCode, const char* text) {
+    int expected = 0;
+    if (!state.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) return;
+    code = errorCode;
+    snprintf(message, sizeof(message), "%s", text);
+    state.store(2, std::memory_order_release);
+  }
+  bool failed() const { return state.load(std::memory_order_acquire) == 2; }
+};
+
+// Lets a sleeping mover (the network proxy) know that an end moved its
+// counter. ring() costs one fence and one load while the mover is awake; only
+// when it sleeps does ring() call wake (a futex/condvar wake-up).
+struct Doorbell {
+  std::atomic<bool> sleeping{false};
+  void (*wake)(Doorbell*) = nullptr;
+  void ring() {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (sleeping.load(std::memory_order_relaxed)) wake(this);
+  }
+};
+
 // Shared by both connector ends: where the FIFO lives and who the peer is.
 struct FifoEnd {
   FifoControl* ctl = nullptr;
@@ -50,6 +81,8 @@ struct FifoEnd {
   int peer = -1;       // communicator rank on the other side
   int peerPid = 0;     // for liveness checks; 0 when the peer is this process
   std::shared_ptr<void> memory;  // keeps the FIFO memory mapped while we use it
+  std::shared_ptr<LinkHealth> health;  // set when a proxy moves the data (net); else null
+  Doorbell* doorbell = nullptr;        // rung after post()/release() when a proxy moves the data
   char* slot(uint64_t index) const { return slots + (index % nslots) * static_cast<size_t>(slotBytes); }
 };
 
@@ -65,6 +98,7 @@ class SendConnector {
   void post(uint32_t bytes) {
     end_.ctl->sizes[tail_ % end_.nslots] = bytes;
     end_.ctl->tail.store(++tail_, std::memory_order_release);
+    if (end_.doorbell != nullptr) end_.doorbell->ring();
   }
   const FifoEnd& end() const { return end_; }
 
@@ -84,7 +118,10 @@ class RecvConnector {
   }
   const char* slot() const { return end_.slot(head_); }
   uint32_t size() const { return end_.ctl->sizes[head_ % end_.nslots]; }
-  void release() { end_.ctl->head.store(++head_, std::memory_order_release); }
+  void release() {
+    end_.ctl->head.store(++head_, std::memory_order_release);
+    if (end_.doorbell != nullptr) end_.doorbell->ring();
+  }
   const FifoEnd& end() const { return end_; }
 
  private:

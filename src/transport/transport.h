@@ -9,6 +9,7 @@
 // lazy connection inside a collective deadlock-free.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -34,6 +35,7 @@ struct ConnRequest {
   int peerRank = -1;
   uint32_t slotBytes = 0;
   uint32_t nslots = 0;
+  int channel = 0;    // the connector's channel; the net transport spreads channels over NICs
   std::string label;  // for messages: "comm 0x.. ring ch0 1->2"
 };
 
@@ -46,6 +48,13 @@ class Transport {
                                   std::vector<uint8_t>* handle) = 0;
   virtual ncclResult_t connectSend(const ConnRequest& req, const PeerInfo& peer, const std::vector<uint8_t>& handle,
                                    FifoEnd* end) = 0;
+  // Waits, at most `bound`, until the connections whose ends were dropped so
+  // far released their resources (the net proxy closes its links in the
+  // background). False if some did not in time.
+  virtual bool awaitRetired(std::chrono::milliseconds bound) {
+    (void)bound;
+    return true;
+  }
 };
 
 // Built-in transports in order of preference. Adding one: implement the class
@@ -53,5 +62,7 @@ class Transport {
 const std::vector<Transport*>& transportRegistry();
 // First transport that can connect self to peer; nullptr if none.
 Transport* selectTransport(const PeerInfo& self, const PeerInfo& peer);
+// awaitRetired on every transport, sharing one bound (communicator destroy).
+bool awaitRetiredConnections(std::chrono::milliseconds bound);
 
 }  // namespace chorus

@@ -2,12 +2,10 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cmath>
-#include <strings.h>
+#include <cstdio>
 
 #include "core/log.h"
 #include "core/result.h"
-#include "sched/tree.h"
 
 namespace chorus {
 namespace {
@@ -16,8 +14,6 @@ std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
 }
-
-std::string collKey(CollType c) { return lower(collName(c)); }
 
 // Applies one "a,b" or "^a,b" list to the names table.
 unsigned parseList(const std::string& list, const char* const* names, int count) {
@@ -39,7 +35,7 @@ unsigned parseList(const std::string& list, const char* const* names, int count)
 // Picks the part of a "coll:list;coll:list" spec that applies to `coll`.
 std::string sectionFor(const std::string& spec, CollType coll) {
   if (spec.find(':') == std::string::npos) return spec;
-  std::string want = collKey(coll);
+  std::string want = lower(collName(coll));
   size_t pos = 0;
   while (pos < spec.size()) {
     size_t semi = spec.find(';', pos);
@@ -52,95 +48,110 @@ std::string sectionFor(const std::string& spec, CollType coll) {
   return "";
 }
 
-constexpr const char* kAlgoNames[] = {"ring", "tree", "direct"};
-constexpr const char* kProtoNames[] = {"simple", "ll"};
+constexpr const char* kAlgoNames[kNumAlgos] = {"ring", "tree", "direct", "hier"};
+constexpr const char* kProtoNames[kNumProtos] = {"simple", "ll"};
+constexpr unsigned kAllAlgos = (1u << kNumAlgos) - 1;
 
-double pipelineUs(int hops, double chunkBytes, double pieceBytes, double alphaUs, double betaGBs) {
-  if (hops <= 0) return 0;
-  double pieces = std::max(1.0, std::ceil(chunkBytes / pieceBytes));
-  double piece = chunkBytes / pieces;
-  return (hops + pieces - 1) * (alphaUs + piece / (betaGBs * 1e3));
+unsigned bit(Algo a) { return 1u << static_cast<int>(a); }
+
+bool isP2P(CollType t) {
+  return t == CollType::Send || t == CollType::Recv || t == CollType::AlltoAll || t == CollType::Gather ||
+         t == CollType::Scatter;
+}
+
+// Algorithms that implement `coll` here. Hier is offered only where it is
+// not just a ring (several hosts with several ranks each), unless forced.
+unsigned implementable(CollType coll, const MachineModel& m, bool forced) {
+  if (isP2P(coll)) return bit(Algo::Direct);
+  if (coll != CollType::AllReduce) return bit(Algo::Ring);
+  unsigned a = bit(Algo::Ring) | bit(Algo::Tree);
+  if (m.nranks == 2) a |= bit(Algo::Direct);
+  if (m.uniformHosts && (forced || (m.nhosts > 1 && m.ranksPerHost > 1))) a |= bit(Algo::Hier);
+  return a;
+}
+
+void appendCandidate(std::string& s, const TuneCandidate& c) {
+  char buf[160];
+  snprintf(buf, sizeof(buf), "{\"algo\":\"%s\",\"proto\":\"%s\",\"nch\":%d,\"us\":%.3f}", kAlgoNames[(int)c.algo],
+           kProtoNames[(int)c.proto], c.nchannels, c.us);
+  s += buf;
 }
 
 }  // namespace
 
-const char* algoName(Algo a) { return a == Algo::Ring ? "Ring" : a == Algo::Tree ? "Tree" : "Direct"; }
-const char* protoName(Proto p) { return p == Proto::Simple ? "Simple" : "LL"; }
-
 unsigned allowedAlgos(const std::string& spec, CollType coll) {
-  if (spec.empty()) return 0x7;
+  if (spec.empty()) return kAllAlgos;
   std::string section = sectionFor(spec, coll);
-  if (section.empty()) return 0x7;
-  return parseList(section, kAlgoNames, 3);
+  if (section.empty()) return kAllAlgos;
+  return parseList(section, kAlgoNames, kNumAlgos);
 }
 
 unsigned allowedProtos(const std::string& spec) {
   if (spec.empty()) return 0x3;
-  unsigned m = parseList(spec, kProtoNames, 2);
+  unsigned m = parseList(spec, kProtoNames, kNumProtos);
   return m == 0 ? 0x3 : m;
 }
 
-double estimateUs(Algo algo, Proto proto, CollType coll, size_t bytes, int nranks, const CommConfig& cfg,
-                  const CostParams& cost) {
-  const double alpha = proto == Proto::LL ? cost.llAlphaUs : cost.alphaUs;
-  const double beta = cost.betaGBs * (proto == Proto::LL ? cost.llBetaFactor : 1.0);
-  const double piece = proto == Proto::LL ? cfg.llSlotBytes : cfg.slotBytes;
-  const double S = static_cast<double>(bytes);
-  const int n = nranks;
-  if (n <= 1) return cost.launchUs + S / (cost.betaGBs * 1e3);
-  double t = 0;
-  switch (coll) {
-    case CollType::AllReduce:
-      if (algo == Algo::Tree) t = pipelineUs(2 * sched::treeDepth(n), S / 2, piece, alpha, beta);
-      else if (algo == Algo::Direct) t = pipelineUs(1, S, piece, alpha, beta) + S / (cost.betaGBs * 1e3);
-      else t = pipelineUs(2 * (n - 1), S / n, piece, alpha, beta);
-      break;
-    case CollType::AllGather:
-    case CollType::ReduceScatter: t = pipelineUs(n - 1, S / n, piece, alpha, beta); break;
-    case CollType::Broadcast:
-    case CollType::Reduce: t = pipelineUs(n - 1, S, piece, alpha, beta); break;
-    default: t = pipelineUs(1, S * (n - 1) / n, piece, alpha, beta); break;  // direct exchanges
-  }
-  return cost.launchUs + t;
-}
-
-ncclResult_t tuneTask(const Task& task, int nranks, const CommConfig& cfg, TuneDecision* out) {
-  const size_t bytes = taskBytes(task, nranks);
-  TuneDecision best;
-  best.estimatedUs = -1;
-  const bool p2p = task.type == CollType::Send || task.type == CollType::Recv || task.type == CollType::AlltoAll ||
-                   task.type == CollType::Gather || task.type == CollType::Scatter;
-  unsigned algos = p2p ? (1u << static_cast<int>(Algo::Direct)) : allowedAlgos(cfg.algo, task.type);
-  if (task.type != CollType::AllReduce) algos &= ~(1u << static_cast<int>(Algo::Tree));
-  // Direct exchange (both ranks reduce everything) exists for 2-rank all-reduce only.
-  if (!p2p && (task.type != CollType::AllReduce || nranks != 2)) algos &= ~(1u << static_cast<int>(Algo::Direct));
+TuneResult tuneCollective(CollType coll, size_t bytes, const MachineModel& m, const CommConfig& cfg) {
+  TuneResult r;
+  const unsigned requested = allowedAlgos(cfg.algo, coll);
+  const bool algoForced = requested != kAllAlgos;
+  unsigned algos = requested & implementable(coll, m, algoForced);
   if (algos == 0) {
-    // The forced algorithm does not implement this collective: use the ring.
-    CHORUS_INFO(kLogTune, "NCCL_ALGO=%s has no algorithm for %s; using Ring", cfg.algo.c_str(), collName(task.type));
-    algos = 1u << static_cast<int>(Algo::Ring);
+    CHORUS_INFO(kLogTune, "NCCL_ALGO=%s has no algorithm for %s; using Ring", cfg.algo.c_str(), collName(coll));
+    algos = isP2P(coll) ? bit(Algo::Direct) : bit(Algo::Ring);
   }
-  const unsigned protos = p2p ? 1u : allowedProtos(cfg.proto);
-  for (int a = 0; a < 3; ++a) {
+  const unsigned protos = isP2P(coll) ? 1u : allowedProtos(cfg.proto);
+  if (algoForced && !isP2P(coll)) r.forced = "NCCL_ALGO";
+  if (!cfg.proto.empty() && !isP2P(coll)) r.forced += r.forced.empty() ? "NCCL_PROTO" : ",NCCL_PROTO";
+  const int lo = std::max(1, cfg.minChannels);
+  const int hi = isP2P(coll) ? lo : std::max(lo, cfg.maxChannels);
+  r.winner.estimatedUs = -1;
+  for (int a = 0; a < kNumAlgos; ++a) {
     if (!(algos & (1u << a))) continue;
-    for (int p = 0; p < 2; ++p) {
+    for (int p = 0; p < kNumProtos; ++p) {
       if (!(protos & (1u << p))) continue;
-      double us = estimateUs(static_cast<Algo>(a), static_cast<Proto>(p), task.type, bytes, nranks, cfg);
-      CHORUS_INFO(kLogTune, "tune %s bytes=%zu nranks=%d candidate=%s/%s est_us=%.2f", collName(task.type), bytes,
-                  nranks, algoName(static_cast<Algo>(a)), protoName(static_cast<Proto>(p)), us);
-      if (best.estimatedUs < 0 || us < best.estimatedUs) {
-        best.algo = static_cast<Algo>(a);
-        best.proto = static_cast<Proto>(p);
-        best.estimatedUs = us;
+      TuneCandidate best{static_cast<Algo>(a), static_cast<Proto>(p), lo, -1};
+      for (int nch = lo; nch <= hi; ++nch) {
+        const double us = estimateUs(best.algo, best.proto, coll, bytes, nch, m);
+        if (us >= 0 && (best.us < 0 || us < best.us)) best.nchannels = nch, best.us = us;
       }
+      if (best.us < 0) continue;
+      r.candidates.push_back(best);
+      if (r.winner.estimatedUs < 0 || best.us < r.winner.estimatedUs)
+        r.winner = TuneDecision{best.algo, best.proto, best.nchannels, best.us};
     }
   }
-  // Channels: enough that each carries at least a few slots of data.
-  const size_t perChannel = 4 * static_cast<size_t>(cfg.slotBytes);
-  int nch = static_cast<int>(std::min<size_t>(bytes / perChannel + 1, static_cast<size_t>(cfg.maxChannels)));
-  best.nchannels = std::clamp(nch, cfg.minChannels, std::max(cfg.minChannels, cfg.maxChannels));
-  CHORUS_INFO(kLogTune, "tune %s bytes=%zu nranks=%d choice=%s/%s channels=%d est_us=%.2f", collName(task.type),
-              bytes, nranks, algoName(best.algo), protoName(best.proto), best.nchannels, best.estimatedUs);
-  *out = best;
+  if (r.winner.estimatedUs < 0) {  // nothing applicable (cannot happen with the fallbacks above)
+    r.winner = TuneDecision{isP2P(coll) ? Algo::Direct : Algo::Ring, Proto::Simple, lo, 0};
+  }
+  return r;
+}
+
+std::string tuningJson(CollType coll, size_t bytes, const MachineModel& m, const TuneResult& r) {
+  char head[200];
+  snprintf(head, sizeof(head), "{\"coll\":\"%s\",\"bytes\":%zu,\"nranks\":%d,\"nhosts\":%d,\"candidates\":[",
+           collName(coll), bytes, m.nranks, m.nhosts);
+  std::string s = head;
+  for (size_t i = 0; i < r.candidates.size(); ++i) {
+    if (i) s += ",";
+    appendCandidate(s, r.candidates[i]);
+  }
+  s += "],\"winner\":";
+  appendCandidate(s, TuneCandidate{r.winner.algo, r.winner.proto, r.winner.nchannels, r.winner.estimatedUs});
+  s += ",\"forced\":";
+  s += r.forced.empty() ? "null" : "\"" + r.forced + "\"";
+  return s + "}";
+}
+
+ncclResult_t tuneTask(const Task& task, int nranks, const CommConfig& cfg, const graph::CommGraph* graph,
+                      TuneDecision* out) {
+  const size_t bytes = taskBytes(task, nranks);
+  const MachineModel model = machineModel(graph, nranks);
+  TuneResult r = tuneCollective(task.type, bytes, model, cfg);
+  if (logEnabled(LogLevel::Info, kLogTune))
+    CHORUS_INFO(kLogTune, "TUNING %s", tuningJson(task.type, bytes, model, r).c_str());
+  *out = r.winner;
   return ncclSuccess;
 }
 

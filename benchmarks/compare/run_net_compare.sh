@@ -1,0 +1,192 @@
+#!/usr/bin/env bash
+# Network-transport comparison for docs/performance.md: Chorus all_reduce_perf
+# across two "nodes" (socket and UCX backends) next to iperf3's TCP throughput
+# on the same link and OpenMPI's TCP path (--mca btl tcp,self), in the same
+# run, REPS times in alternation, reporting medians. Builds nothing; needs root
+# for the veth link (network namespaces, tests/multinode/netns_lib.sh).
+#
+#   benchmarks/compare/run_net_compare.sh [build-dir]     (default: build)
+#
+# Links: lo   two process groups in this namespace, each with its own
+#             NCCL_HOSTID, talking over 127.0.0.1
+#        veth two network namespaces joined by a veth pair through a bridge
+#             (RATE=1gbit adds tbf shaping on both ends)
+# Knobs: LINKS="lo veth" BACKENDS="Socket UCX" LAYOUTS="2x1 2x2" REPS=3 MINBYTES=8
+#        MAXBYTES=256M FACTOR=4 ITERS=5 WARMUP=2 RATE= OUTDIR=<raw logs> SUMMARIZE=<dir>
+set -uo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+source "$root/tests/multinode/netns_lib.sh"
+BUILD=${1:-build}
+BIN=$BUILD/bin
+LINKS=${LINKS:-"lo veth"}
+BACKENDS=${BACKENDS:-"Socket UCX"}
+LAYOUTS=${LAYOUTS:-"2x1 2x2"}
+REPS=${REPS:-3}
+SWEEP=(-b "${MINBYTES:-8}" -e "${MAXBYTES:-256M}" -f "${FACTOR:-4}" -n "${ITERS:-5}" -w "${WARMUP:-2}")
+RATE=${RATE:-}
+OUTDIR=${SUMMARIZE:-${OUTDIR:-$(mktemp -d /tmp/chorus-netcmp.XXXXXX)}}
+mkdir -p "$OUTDIR"
+PREFIX=chnc$$
+SUBNET=$((150 + $$ % 50))
+MPIRUN=(mpirun --oversubscribe --allow-run-as-root --mca btl tcp,self)
+
+die() { echo "run_net_compare: $*" >&2; exit 1; }
+
+chorus_job() {  # link layout backend out
+  local link=$1 nn=${2%x*} per=${2#*x} net=$3 out=$4 i pids=()
+  local port=$((20000 + RANDOM % 20000))
+  for ((i = 0; i < nn; i++)); do
+    local -a cmd=("$BIN/chorusrun" -n "$per" --nnodes "$nn" --node-rank "$i")
+    if [ "$link" = lo ]; then
+      env CHORUS_MODE=host NCCL_NET=$net NCCL_HOSTID="node$i" NCCL_SOCKET_IFNAME=lo UCX_TLS=tcp,self UCX_NET_DEVICES=lo \
+        timeout 900 "${cmd[@]}" --master "127.0.0.1:$port" "$BIN/all_reduce_perf" "${SWEEP[@]}" -d float \
+        >"$out.node$i" 2>&1 &
+    else
+      CHORUS_MODE=host NCCL_NET=$net UCX_TLS=tcp,self UCX_NET_DEVICES=cnet0 netns_run "$PREFIX" "$i" timeout 900 \
+        "${cmd[@]}" --master "$(netns_addr "$PREFIX" 0):$port" "$BIN/all_reduce_perf" "${SWEEP[@]}" -d float \
+        >"$out.node$i" 2>&1 &
+    fi
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p" || echo "run_net_compare: chorus $link $2 $net failed, see $out.node*" >&2; done
+  mv "$out.node0" "$out"
+}
+
+mpi_job() {  # link layout out
+  local link=$1 nn=${2%x*} per=${2#*x} out=$3
+  if [ "$link" = lo ]; then
+    timeout 900 "${MPIRUN[@]}" --mca btl_tcp_if_include lo -np $((nn * per)) "$BIN/mpi_allreduce_bench" \
+      "${SWEEP[@]}" >"$out" 2>&1
+  else
+    local agent="$OUTDIR/agent.sh" hosts="$OUTDIR/hosts_$2"
+    printf '#!/usr/bin/env bash\nhost=$1; shift\nexec ip netns exec "%s-$host" bash -c "$*"\n' "$PREFIX" >"$agent"
+    chmod +x "$agent"
+    : >"$hosts"
+    for ((i = 0; i < nn; i++)); do echo "n$i slots=$per" >>"$hosts"; done
+    netns_run "$PREFIX" 0 timeout 900 "${MPIRUN[@]}" --hostfile "$hosts" --mca plm_rsh_agent "$agent" \
+      --mca oob_tcp_if_include cnet0 --mca btl_tcp_if_include cnet0 --map-by node -np $((nn * per)) \
+      "$BIN/mpi_allreduce_bench" "${SWEEP[@]}" >"$out" 2>&1
+  fi || echo "run_net_compare: openmpi $link $2 failed, see $out" >&2
+}
+
+iperf_job() {  # link out: one stream one way; then one stream each way at the same time
+  local link=$1 out=$2 a b addrA addrB
+  if [ "$link" = lo ]; then a=(); b=(); addrA=127.0.0.1; addrB=127.0.0.1
+  else a=(ip netns exec "$PREFIX-n0"); b=(ip netns exec "$PREFIX-n1")
+       addrA=$(netns_addr "$PREFIX" 0); addrB=$(netns_addr "$PREFIX" 1); fi
+  local p1=$((40000 + RANDOM % 10000)) p2=$((50000 + RANDOM % 10000))
+  "${b[@]}" iperf3 -s -1 -p "$p1" -B "$addrB" >/dev/null 2>&1 &
+  sleep 0.5
+  "${a[@]}" iperf3 -c "$addrB" -p "$p1" -t 4 -J >"$out.uni.json" 2>/dev/null
+  wait
+  # Two independent pairs in opposite directions (iperf3 --bidir runs both in one thread).
+  "${b[@]}" iperf3 -s -1 -p "$p1" -B "$addrB" >/dev/null 2>&1 &
+  "${a[@]}" iperf3 -s -1 -p "$p2" -B "$addrA" >/dev/null 2>&1 &
+  sleep 0.5
+  "${a[@]}" iperf3 -c "$addrB" -p "$p1" -t 4 -J >"$out.fwd.json" 2>/dev/null &
+  "${b[@]}" iperf3 -c "$addrA" -p "$p2" -t 4 -J >"$out.rev.json" 2>/dev/null
+  wait
+}
+
+if [ -z "${SUMMARIZE:-}" ]; then
+  [ -x "$BIN/all_reduce_perf" ] && [ -x "$BIN/chorusrun" ] || die "build $BIN first"
+  command -v iperf3 >/dev/null || die "iperf3 missing (scripts/setup.sh installs it)"
+  case " $LINKS " in *" veth "*)
+    netns_supported >/dev/null || die "veth link needs root and network namespaces"
+    trap 'netns_destroy "$PREFIX"' EXIT
+    netns_create "$PREFIX" 2 "$SUBNET" "$RATE" ;;
+  esac
+  cut -d' ' -f1 /proc/loadavg >"$OUTDIR/load_at_start.txt"
+  for rep in $(seq 1 "$REPS"); do
+    for link in $LINKS; do
+      echo "run_net_compare: rep $rep, $link: iperf3" >&2
+      iperf_job "$link" "$OUTDIR/iperf_${link}_r$rep"
+      for layout in $LAYOUTS; do
+        for net in $BACKENDS; do
+          echo "run_net_compare: rep $rep, $link, $layout, chorus $net" >&2
+          chorus_job "$link" "$layout" "$net" "$OUTDIR/chorus-${net}_${link}_${layout}_r$rep.txt"
+        done
+        echo "run_net_compare: rep $rep, $link, $layout, openmpi tcp" >&2
+        mpi_job "$link" "$layout" "$OUTDIR/openmpi_${link}_${layout}_r$rep.txt"
+      done
+    done
+  done
+fi
+
+echo "run_net_compare: raw logs in $OUTDIR" >&2
+python3 - "$OUTDIR" "$LINKS" "$LAYOUTS" "$BACKENDS" "$RATE" <<'PY'
+import glob, json, os, statistics, sys
+outdir, links, layouts, backends, rate = sys.argv[1], sys.argv[2].split(), sys.argv[3].split(), sys.argv[4].split(), sys.argv[5]
+
+def rows(path):
+    out = {}
+    try:
+        for line in open(path):
+            f = line.split()
+            if line.startswith("#") or len(f) < 13:
+                continue
+            try:
+                out[int(f[0])] = float(f[7])
+            except ValueError:
+                pass
+    except OSError:
+        pass
+    return out
+
+def iperf(path):
+    try:
+        return json.load(open(path))["end"]["sum_received"]["bits_per_second"] / 8e9
+    except Exception:
+        return None
+
+def both_ways(prefix):  # the slower direction while both run
+    a, b = iperf(prefix + ".fwd.json"), iperf(prefix + ".rev.json")
+    return None if a is None or b is None else min(a, b)
+
+def med(vals):
+    vals = [v for v in vals if v is not None]
+    return statistics.median(vals) if vals else None
+
+def human(n):
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:g} {unit}"
+        n /= 1024
+
+fmt = lambda v: "-" if v is None else f"{v:.3f}" if v < 1 else f"{v:.2f}"
+for link in links:
+    uni = med(iperf(p) for p in glob.glob(f"{outdir}/iperf_{link}_r*.uni.json"))
+    bi = med(both_ways(p[:-len(".uni.json")]) for p in glob.glob(f"{outdir}/iperf_{link}_r*.uni.json"))
+    label = {"lo": "loopback (127.0.0.1)", "veth": "veth pair between two namespaces" + (f", tbf {rate}" if rate else "")}[link]
+    print(f"#### {label}\n\niperf3 TCP, one stream: one direction **{fmt(uni)} GB/s**; both directions at once "
+          f"**{fmt(bi)} GB/s** each way (an all-reduce sends and receives at the same time).\n")
+    for layout in layouts:
+        libs = [f"chorus-{b}" for b in backends] + ["openmpi"]
+        data = {}
+        for lib in libs:
+            per = {}
+            for p in glob.glob(f"{outdir}/{lib}_{link}_{layout}_r*.txt"):
+                for s, b in rows(p).items():
+                    per.setdefault(s, []).append(b)
+            data[lib] = {s: statistics.median(v) for s, v in per.items()}
+        sizes = sorted(set().union(*[d.keys() for d in data.values()]))
+        names = {f"chorus-{b}": f"Chorus {b}" for b in backends} | {"openmpi": "OpenMPI tcp"}
+        print(f"all_reduce busbw (GB/s), {layout.replace('x', ' nodes x ')} rank(s) per node\n")
+        head = ["size"] + [names[l] for l in libs] + [f"{names[l]} / iperf3 bidir" for l in libs if l != "openmpi"] + \
+               [f"{names[l]} / OpenMPI" for l in libs if l != "openmpi"]
+        print("| " + " | ".join(head) + " |")
+        print("|" + "|".join(["---:"] * len(head)) + "|")
+        for s in sizes:
+            cells = [human(s)] + [fmt(data[l].get(s)) for l in libs]
+            for l in libs:
+                if l == "openmpi": continue
+                v = data[l].get(s)
+                cells.append("-" if v is None or not bi else f"{v / bi:.2f}")
+            for l in libs:
+                if l == "openmpi": continue
+                v, m = data[l].get(s), data["openmpi"].get(s)
+                cells.append("-" if v is None or not m else f"{v / m:.2f}")
+            print("| " + " | ".join(cells) + " |")
+        print()
+PY

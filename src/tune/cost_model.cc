@@ -1,0 +1,142 @@
+#include "tune/cost_model.h"
+
+#include <algorithm>
+
+#include "sched/tree.h"
+
+namespace chorus {
+namespace {
+
+using topo::PathType;
+
+// Host mode: a hop is a shared-memory slot hand-over; one rank copies about
+// 6 GB/s; a single channel reaches ~60% of that (the other 40% is waiting
+// for the neighbour), two overlap the waits.
+constexpr double kHostRankBwGBs = 6.0;
+constexpr double kHostChannelShare = 0.6;
+
+// GPU hop latency (Simple, LL) by the worst path class of a ring hop.
+void gpuHopUs(PathType t, double* simple, double* ll) {
+  if (t <= PathType::C2C)
+    *simple = 1.0, *ll = 0.4;
+  else if (t <= PathType::PHB)
+    *simple = 1.5, *ll = 0.6;
+  else
+    *simple = 2.0, *ll = 0.8;
+}
+
+double protoBw(const MachineModel& m, Proto p, double bw) { return p == Proto::LL ? bw * m.llBwFactor : bw; }
+
+double intraBw(const MachineModel& m, int nch) {
+  return std::min(std::min(nch, m.foundChannels) * m.channelBwGBs, m.rankBwGBs);
+}
+double interBw(const MachineModel& m, int nch) { return std::min(nch, std::max(1, m.nics)) * m.nicBwGBs; }
+double ringBw(const MachineModel& m, int nch) {
+  return m.nhosts > 1 ? std::min(intraBw(m, nch), interBw(m, nch)) : intraBw(m, nch);
+}
+
+// Average latency of one hop of a ring over all ranks (H of its n hops leave a host).
+double ringHopUs(const MachineModel& m, Proto p) {
+  const int pi = static_cast<int>(p);
+  if (m.nhosts <= 1 || m.nranks <= 0) return m.intraHopUs[pi];
+  const double inter = static_cast<double>(m.nhosts) / m.nranks;
+  return inter * m.interHopUs[pi] + (1 - inter) * m.intraHopUs[pi];
+}
+
+double treeLatencyUs(const MachineModel& m, Proto p) {
+  const int pi = static_cast<int>(p);
+  if (m.nhosts <= 1) return 2.0 * sched::treeDepth(m.nranks) * m.intraHopUs[pi];
+  const int depth = sched::treeDepth(m.nhosts);
+  return 2.0 * (depth * (m.interHopUs[pi] + m.intraHopUs[pi]) + (m.ranksPerHost - 1) * m.intraHopUs[pi]);
+}
+
+// GB/s -> bytes per microsecond.
+double perUs(double gbs) { return gbs * 1e3; }
+
+}  // namespace
+
+const char* algoName(Algo a) {
+  switch (a) {
+    case Algo::Ring:
+      return "Ring";
+    case Algo::Tree:
+      return "Tree";
+    case Algo::Direct:
+      return "Direct";
+    case Algo::Hier:
+      return "Hier";
+  }
+  return "?";
+}
+const char* protoName(Proto p) { return p == Proto::Simple ? "Simple" : "LL"; }
+
+MachineModel machineModel(const graph::CommGraph* g, int nranks) {
+  MachineModel m;
+  m.nranks = std::max(1, nranks);
+  m.ranksPerHost = m.nranks;
+  m.rankBwGBs = kHostRankBwGBs;
+  m.channelBwGBs = kHostRankBwGBs * kHostChannelShare;
+  if (g == nullptr || g->nranks != nranks || g->nchannels() == 0) return m;
+  m.nhosts = std::max(1, g->nhosts);
+  m.ranksPerHost = *std::max_element(g->ranksOnHost.begin(), g->ranksOnHost.end());
+  m.uniformHosts = g->ranksPerHost > 0;
+  m.hostMode = g->cpuDevices;
+  m.nicBwGBs = g->nicBwGBs > 0 ? g->nicBwGBs : g->netBwGBs;
+  m.nics = std::max(1, g->nicsPerHost);
+  if (!m.hostMode) {
+    m.foundChannels = std::max(1, g->searchedChannels);
+    m.channelBwGBs = g->intraBwGBs > 0 ? std::min(g->intraBwGBs, 1e6) : 1.0;
+    m.rankBwGBs = 1e9;
+    m.llBwFactor = 0.5;
+    m.launchUs = 4.0;
+    m.channelUs = 0.05;
+    gpuHopUs(g->typeIntra, &m.intraHopUs[0], &m.intraHopUs[1]);
+  }
+  for (int p = 0; p < kNumProtos; ++p) m.interHopUs[p] = g->netLatencyUs + m.intraHopUs[p];
+  return m;
+}
+
+double estimateUs(Algo algo, Proto proto, CollType coll, size_t bytes, int nch, const MachineModel& m) {
+  const double S = static_cast<double>(bytes);
+  const int n = m.nranks;
+  nch = std::max(1, nch);
+  const double fixed = m.launchUs + (nch - 1) * m.channelUs;
+  if (n <= 1) return fixed + S / perUs(m.rankBwGBs);
+  const double bw = perUs(protoBw(m, proto, ringBw(m, nch)));
+  const double hop = ringHopUs(m, proto);
+  const int pi = static_cast<int>(proto);
+  switch (coll) {
+    case CollType::AllReduce:
+      switch (algo) {
+        case Algo::Ring:
+          return fixed + 2.0 * (n - 1) * hop + 2.0 * (n - 1) / n * S / bw;
+        case Algo::Tree:
+          return fixed + treeLatencyUs(m, proto) + 2.0 * S / (0.9 * bw);
+        case Algo::Direct:
+          if (n != 2) return -1;
+          return fixed + hop + 1.25 * S / bw;
+        case Algo::Hier: {
+          if (!m.uniformHosts) return -1;
+          const int H = m.nhosts, G = std::max(1, n / H);
+          const double lat = 2.0 * (G - 1) * m.intraHopUs[pi] + 2.0 * (H - 1) * m.interHopUs[pi];
+          const double intra = perUs(protoBw(m, proto, intraBw(m, nch)));
+          const double inter = perUs(protoBw(m, proto, interBw(m, nch)));
+          return fixed + lat + 2.0 * (G - 1) / G * S / intra + (H > 1 ? 2.0 * (H - 1) / H * S / inter : 0);
+        }
+      }
+      return -1;
+    case CollType::AllGather:
+    case CollType::ReduceScatter:
+      if (algo != Algo::Ring) return -1;
+      return fixed + (n - 1) * hop + static_cast<double>(n - 1) / n * S / bw;
+    case CollType::Broadcast:
+    case CollType::Reduce:
+      if (algo != Algo::Ring) return -1;
+      return fixed + (n - 1) * hop + S / bw;
+    default:
+      if (algo != Algo::Direct) return -1;
+      return fixed + hop + static_cast<double>(n - 1) / n * S / bw;
+  }
+}
+
+}  // namespace chorus

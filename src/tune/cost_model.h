@@ -1,0 +1,64 @@
+// The tuner's cost model: one formula per algorithm, priced with the numbers
+// the graph search found (graph/comm_graph.h).
+//
+//   time = launch + (channels - 1) * per-channel cost
+//        + latency   (sequential hops on the critical path x hop latency,
+//                     intra-host and inter-host hops priced separately)
+//        + bytes on the busiest link / bandwidth
+//
+// Bandwidth of c channels: inside a host min(c', found) x channel speed,
+// capped by what one rank can copy (host mode); across hosts min(c, NICs) x
+// NIC speed. Protocols: LL halves hop latency-ish and loses bandwidth (flags
+// share the line on GPUs, small slots in host mode).
+//
+//   AllReduce ring   2(n-1) hops          2(n-1)/n * S / bw(ring)
+//   AllReduce tree   2 x depth hops        2 S / (0.9 bw(ring))   (both trees,
+//                    depth = log2 hosts levels + the chain inside a host)
+//   AllReduce hier   2(G-1) intra + 2(H-1) inter hops
+//                    2(G-1)/G * S / bw(intra) + 2(H-1)/H * S / bw(NICs)
+//   AllReduce direct 1 hop (2 ranks)      1.25 S / bw(ring)   (each rank reduces all of S)
+//   AllGather / ReduceScatter ring  (n-1) hops, (n-1)/n * S / bw(ring)
+//   Broadcast / Reduce ring chain   (n-1) hops, S / bw(ring)
+//   point-to-point direct           1 hop, (n-1)/n * S / bw(ring)
+#pragma once
+
+#include <cstddef>
+
+#include "enqueue/task.h"
+#include "graph/comm_graph.h"
+
+namespace chorus {
+
+enum class Algo : uint8_t { Ring = 0, Tree = 1, Direct = 2, Hier = 3 };
+enum class Proto : uint8_t { Simple = 0, LL = 1 };
+inline constexpr int kNumAlgos = 4;
+inline constexpr int kNumProtos = 2;
+
+const char* algoName(Algo a);
+const char* protoName(Proto p);
+
+struct MachineModel {
+  int nranks = 1;
+  int nhosts = 1;
+  int ranksPerHost = 1;      // G; with uneven hosts the largest
+  bool uniformHosts = true;  // hierarchical AllReduce possible
+  bool hostMode = true;
+  int foundChannels = 32;     // channels the links sustain (graph search)
+  double channelBwGBs = 3.6;  // per channel, inside a host
+  double rankBwGBs = 6.0;     // what one rank moves in total (host mode copy bandwidth)
+  double nicBwGBs = 12.5;
+  int nics = 1;
+  double intraHopUs[kNumProtos] = {0.4, 0.3};
+  double interHopUs[kNumProtos] = {5.4, 5.3};
+  double llBwFactor = 0.8;
+  double launchUs = 0.3;
+  double channelUs = 1.0;
+};
+
+// The model of a communicator: from its graph, or (graph == nullptr) one host of nranks host-mode ranks.
+MachineModel machineModel(const graph::CommGraph* graph, int nranks);
+
+// Estimated microseconds, or a negative value when the algorithm cannot run the collective.
+double estimateUs(Algo algo, Proto proto, CollType coll, size_t bytes, int nchannels, const MachineModel& m);
+
+}  // namespace chorus

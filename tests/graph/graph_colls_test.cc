@@ -1,0 +1,201 @@
+// Collectives over graphs whose rings are NOT in rank order: every rank's
+// communicator gets a CommGraph that claims the ranks sit on several hosts,
+// placed round-robin (rank r on host r % H), so ring position p holds a rank
+// other than p, trees are built over hosts with chains inside them, and the
+// hierarchical AllReduce has real local and inter-host groups. Results must
+// be exact for every collective under every forced algorithm and protocol.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <string>
+#include <tuple>
+
+#include "common/coll_cases.h"
+#include "common/rank_runner.h"
+#include "core/comm.h"
+#include "graph/links.h"
+#include "graph/search.h"
+#include "graph/synthetic.h"
+#include "host/plan_builder.h"
+
+namespace chorus::test {
+namespace {
+
+enum class Layout { RoundRobin, Uneven, PcieScrambled };
+
+// The topology every rank's graph is built from (identical on all ranks).
+topo::CommTopology layoutTopology(Layout layout, int nranks, int hosts) {
+  if (layout == Layout::PcieScrambled) {
+    graph::SyntheticSpec s;
+    s.shape = graph::SyntheticShape::Pcie;
+    s.hosts = hosts;
+    s.perHost = nranks / hosts;
+    s.roundRobin = true;
+    topo::CommTopology t = graph::syntheticCommTopology(s);
+    // Alternate sockets within each host so the search reorders the ranks.
+    const topo::CommTopology plain = t;
+    for (int r = 0; r < nranks; ++r) {
+      const int local = plain.ranks[r].localRank, per = s.perHost;
+      const int swapped = (local % 2) * (per / 2) + local / 2;
+      for (int q = 0; q < nranks; ++q)
+        if (plain.ranks[q].host == plain.ranks[r].host && plain.ranks[q].localRank == swapped)
+          t.ranks[r].device = plain.ranks[q].device;
+    }
+    return t;
+  }
+  std::vector<uint64_t> hashes;
+  for (int r = 0; r < nranks; ++r) hashes.push_back(layout == Layout::Uneven ? (r % 3 == 2 ? 1 : 0) : r % hosts);
+  return graph::hostsFromHashes(hashes);
+}
+
+std::shared_ptr<const graph::CommGraph> layoutGraph(Layout layout, int nranks, int hosts, int channels) {
+  auto g = std::make_shared<graph::CommGraph>();
+  graph::SearchOptions o;
+  o.minChannels = channels;
+  o.maxChannels = channels;
+  EXPECT_EQ(graph::searchGraph(layoutTopology(layout, nranks, hosts), o, g.get()), ncclSuccess);
+  return g;
+}
+
+using Param = std::tuple<const char*, const char*, int, int, Layout>;  // algo, proto, nranks, hosts, layout
+
+class GraphColls : public ::testing::TestWithParam<Param> {};
+
+TEST_P(GraphColls, ExactResults) {
+  const auto [algo, proto, nranks, hosts, layout] = GetParam();
+  const int channels = std::string(proto) == "LL" ? 1 : 2;
+  auto graph = layoutGraph(layout, nranks, hosts, channels);
+  ASSERT_TRUE(graph && graph->nranks == nranks);
+  if (layout != Layout::Uneven) {
+    bool rankOrder = true;
+    for (int p = 0; p < nranks; ++p) rankOrder &= graph->rings[0].order[p] == p;
+    ASSERT_FALSE(rankOrder) << "the layout must reorder the ring";
+  }
+  RunOptions opts;
+  opts.env = {{"NCCL_ALGO", algo},
+              {"NCCL_PROTO", proto},
+              {"NCCL_MIN_NCHANNELS", std::to_string(channels)},
+              {"NCCL_MAX_NCHANNELS", std::to_string(channels)}};
+  runThreads(
+      nranks,
+      [&](RankCtx& ctx) {
+        ctx.comm->graph = graph;  // before the first operation builds a plan
+        Selection sel;
+        sel.types = {ncclFloat32, ncclInt32};
+        sel.ops = {OpKind::Sum, OpKind::Avg, OpKind::PreMulDevice};
+        sel.counts = {1, 1001, 40003};
+        runSelection(ctx, Coll::AllReduce, sel);
+        Selection big;
+        big.types = {ncclFloat32};
+        big.ops = {OpKind::Max};
+        big.counts = {200003};
+        runSelection(ctx, Coll::AllReduce, big);
+        Selection other;
+        other.types = {ncclFloat32};
+        other.ops = {OpKind::Sum};
+        other.counts = {1, 777, 30011};
+        for (Coll c : {Coll::AllGather, Coll::ReduceScatter, Coll::Broadcast, Coll::Reduce})
+          runSelection(ctx, c, other);
+      },
+      opts);
+}
+
+// The hier plan really is hierarchical: one lane per channel whose rounds
+// are G local reduce-scatter steps, 2H-1 inter-host all-reduce steps and G
+// local all-gather steps (11 for 2 hosts of 4), not the flat ring's 2n-1 (15).
+TEST(GraphPlans, HierPlanHasThreePhases) {
+  const int nranks = 8, hosts = 2, channels = 2;
+  auto graph = layoutGraph(Layout::RoundRobin, nranks, hosts, channels);
+  RunOptions opts;
+  opts.env = {{"NCCL_ALGO", "Hier"}, {"NCCL_PROTO", "Simple"}};
+  runThreads(
+      nranks,
+      [&](RankCtx& ctx) {
+        ctx.comm->graph = graph;
+        std::vector<float> in(4096, 1.0f), out(4096, 0.0f);
+        HostPlan plan;
+        plan.comm = ctx.comm;
+        Task t;
+        t.type = CollType::AllReduce;
+        t.comm = ctx.comm;
+        t.sendbuff = in.data();
+        t.recvbuff = out.data();
+        t.count = in.size();
+        t.dtype = ncclFloat32;
+        t.spec = ReduceSpec{ncclFloat32, ReduceKind::Sum, nullptr, 1};
+        plan.tasks.push_back(t);
+        PlanBuilder builder(ctx.comm, &plan);
+        if (!RANK_OK(ctx, builder.build())) return;
+        const int G = nranks / hosts, H = hosts;
+        // One round (4096 floats fit): G reduce-scatter steps, 2H-1 all-reduce steps, G all-gather steps.
+        const size_t expectSteps = 2 * G + 2 * H - 1;
+        if (plan.lanes.size() != static_cast<size_t>(channels))
+          ctx.fail("rank %d: %zu lanes, expected %d", ctx.rank, plan.lanes.size(), channels);
+        for (const Lane& lane : plan.lanes)
+          if (lane.steps.size() != expectSteps)
+            ctx.fail("rank %d: %zu steps in a lane, expected %zu", ctx.rank, lane.steps.size(), expectSteps);
+        // The inter-host steps talk to the same local position on the other host.
+        const graph::HierLinks h = graph::hierLinks(*graph, 0, ctx.rank);
+        if (graph->hostOfRank[h.interNext] == graph->hostOfRank[ctx.rank] ||
+            h.localPos != graph::hierLinks(*graph, 0, h.interNext).localPos)
+          ctx.fail("rank %d: inter-host peer %d is not the same position on another host", ctx.rank, h.interNext);
+        RANK_OK(ctx, ctx.comm->conns->connectAll(waitBoundAfter(10000)));
+        // And the collective itself, through the API.
+        Selection sel;
+        sel.types = {ncclFloat32};
+        sel.ops = {OpKind::Sum};
+        sel.counts = {4096};
+        runSelection(ctx, Coll::AllReduce, sel);
+      },
+      opts);
+}
+
+TEST(GraphPlans, DumpFileWrittenAtInit) {
+  char path[] = "/tmp/chorus_graph_dump_XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  RunOptions opts;
+  opts.env = {{"NCCL_GRAPH_DUMP_FILE", path}, {"NCCL_MAX_NCHANNELS", "2"}};
+  runThreads(
+      4,
+      [&](RankCtx& ctx) {
+        if (!ctx.comm->graph || ctx.comm->graph->nranks != 4) ctx.fail("rank %d: no graph after init", ctx.rank);
+      },
+      opts);
+  std::ifstream in(path);
+  const std::string xml((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  unlink(path);
+  EXPECT_NE(xml.find("<graphs version=\"1\">"), std::string::npos) << xml;
+  EXPECT_NE(xml.find("pattern=\"4\" nchannels=\"2\""), std::string::npos) << xml;
+  for (int r = 0; r < 4; ++r) EXPECT_NE(xml.find("rank=\"" + std::to_string(r) + "\""), std::string::npos) << xml;
+}
+
+std::string paramName(const ::testing::TestParamInfo<Param>& info) {
+  const Layout l = std::get<4>(info.param);
+  return std::string(std::get<0>(info.param)) + "_" + std::get<1>(info.param) + "_" +
+         std::to_string(std::get<2>(info.param)) + "ranks_" + std::to_string(std::get<3>(info.param)) + "hosts_" +
+         (l == Layout::RoundRobin ? "rr"
+          : l == Layout::Uneven   ? "uneven"
+                                  : "pcie");
+}
+
+INSTANTIATE_TEST_SUITE_P(RoundRobin, GraphColls,
+                         ::testing::Combine(::testing::Values("Ring", "Tree", "Hier"),
+                                            ::testing::Values("Simple", "LL"), ::testing::Values(8),
+                                            ::testing::Values(2, 4), ::testing::Values(Layout::RoundRobin)),
+                         paramName);
+INSTANTIATE_TEST_SUITE_P(
+    OddShapes, GraphColls,
+    ::testing::Values(Param{"Hier", "Simple", 6, 3, Layout::RoundRobin},
+                      Param{"Tree", "Simple", 6, 3, Layout::RoundRobin}, Param{"Hier", "Simple", 5, 2, Layout::Uneven},
+                      Param{"Tree", "LL", 5, 2, Layout::Uneven}, Param{"Ring", "Simple", 8, 2, Layout::PcieScrambled},
+                      Param{"Hier", "Simple", 8, 2, Layout::PcieScrambled}, Param{"", "", 8, 4, Layout::RoundRobin}),
+    paramName);
+
+}  // namespace
+}  // namespace chorus::test

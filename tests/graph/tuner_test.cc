@@ -1,0 +1,274 @@
+// The tuner over graphs of synthetic machines: small messages at large rank
+// counts go to tree (or LL), large ones to ring/Simple; the crossover moves
+// the right way with latency and bandwidth; overrides are honoured; the
+// TUNING log line is one JSON object.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "core/log.h"
+#include "graph/graph_test_util.h"
+#include "tune/tuner.h"
+
+namespace chorus::graph::test {
+namespace {
+
+CommConfig freeConfig(int maxChannels = 16) {
+  CommConfig c;
+  c.minChannels = 1;
+  c.maxChannels = maxChannels;
+  return c;
+}
+
+MachineModel gpuCluster(int hosts, double latencyScale = 1, double bwScale = 1) {
+  auto t = synthetic(SyntheticShape::NvSwitch, hosts, 8);
+  t.netLatencyUs *= latencyScale;
+  CommGraph g = searchOk(t);
+  g.nicBwGBs *= bwScale;
+  g.intraBwGBs *= bwScale;
+  return machineModel(&g, g.nranks);
+}
+
+TuneDecision decide(CollType coll, size_t bytes, const MachineModel& m, const CommConfig& cfg) {
+  return tuneCollective(coll, bytes, m, cfg).winner;
+}
+
+// Size (bisected to 1%) above which the ring wins.
+double ringCrossover(const MachineModel& m) {
+  double lo = 1024, hi = 1024;
+  while (decide(CollType::AllReduce, static_cast<size_t>(hi), m, freeConfig()).algo != Algo::Ring) {
+    lo = hi;
+    hi *= 2;
+    if (hi > 1e13) return 0;
+  }
+  while (hi / lo > 1.01) {
+    const double mid = (lo + hi) / 2;
+    (decide(CollType::AllReduce, static_cast<size_t>(mid), m, freeConfig()).algo == Algo::Ring ? hi : lo) = mid;
+  }
+  return hi;
+}
+
+TEST(Tuner, SmallMessagesAtScaleAvoidRingSimple) {
+  for (int hosts : {16, 128}) {
+    const MachineModel m = gpuCluster(hosts);
+    const TuneDecision d = decide(CollType::AllReduce, 4096, m, freeConfig());
+    EXPECT_TRUE(d.algo == Algo::Tree || d.proto == Proto::LL)
+        << hosts << " hosts: " << algoName(d.algo) << "/" << protoName(d.proto);
+    EXPECT_NE(d.algo, Algo::Ring);
+  }
+  // Host mode, one host, 8 ranks: small AllReduce goes to the tree.
+  const MachineModel host = machineModel(nullptr, 8);
+  EXPECT_EQ(decide(CollType::AllReduce, 1024, host, freeConfig(2)).algo, Algo::Tree);
+}
+
+TEST(Tuner, LargeMessagesUseRingSimpleWithSeveralChannels) {
+  const MachineModel m = gpuCluster(16);
+  const TuneDecision d = decide(CollType::AllReduce, size_t(1) << 30, m, freeConfig());
+  EXPECT_EQ(d.algo, Algo::Ring);
+  EXPECT_EQ(d.proto, Proto::Simple);
+  EXPECT_GT(d.nchannels, 1);
+  const MachineModel host = machineModel(nullptr, 8);
+  const TuneDecision h = decide(CollType::AllReduce, size_t(64) << 20, host, freeConfig(2));
+  EXPECT_EQ(h.algo, Algo::Ring);
+  EXPECT_EQ(h.proto, Proto::Simple);
+}
+
+TEST(Tuner, CrossoverMovesWithLatencyAndBandwidth) {
+  const double base = ringCrossover(gpuCluster(32));
+  const double slowNet = ringCrossover(gpuCluster(32, 4.0));
+  const double fastNic = ringCrossover(gpuCluster(32, 1.0, 4.0));
+  printf("[ tuner ] ring crossover: base %.3g, 4x latency %.3g, 4x bandwidth %.3g bytes\n", base, slowNet, fastNic);
+  ASSERT_GT(base, 0);
+  EXPECT_GT(slowNet, base);  // more latency: latency-lean algorithms win longer
+  EXPECT_GT(fastNic, base);  // more bandwidth: bandwidth terms shrink, latency dominates longer
+}
+
+TEST(Tuner, HierIsACandidateAcrossHosts) {
+  const MachineModel m = gpuCluster(8);
+  TuneResult r = tuneCollective(CollType::AllReduce, 1 << 20, m, freeConfig());
+  bool hier = false;
+  for (const TuneCandidate& c : r.candidates) hier |= c.algo == Algo::Hier;
+  EXPECT_TRUE(hier);
+  // One host: hier is a ring and is not offered unless forced.
+  r = tuneCollective(CollType::AllReduce, 1 << 20, machineModel(nullptr, 8), freeConfig());
+  for (const TuneCandidate& c : r.candidates) EXPECT_NE(c.algo, Algo::Hier);
+}
+
+TEST(Tuner, OverridesAreHonoured) {
+  const MachineModel m = gpuCluster(16);
+  CommConfig cfg = freeConfig();
+  cfg.algo = "ring";
+  EXPECT_EQ(decide(CollType::AllReduce, 1024, m, cfg).algo, Algo::Ring);
+  cfg.algo = "hier";
+  EXPECT_EQ(decide(CollType::AllReduce, 1024, m, cfg).algo, Algo::Hier);
+  cfg.algo = "^ring,hier";
+  const TuneDecision big = decide(CollType::AllReduce, size_t(1) << 30, m, cfg);
+  EXPECT_TRUE(big.algo == Algo::Tree || big.algo == Algo::Direct);
+  cfg.algo = "allgather:ring;allreduce:tree";
+  EXPECT_EQ(decide(CollType::AllReduce, size_t(1) << 30, m, cfg).algo, Algo::Tree);
+  cfg.algo = "tree";  // no tree AllGather: falls back to the ring
+  EXPECT_EQ(decide(CollType::AllGather, 1 << 20, m, cfg).algo, Algo::Ring);
+  cfg.algo.clear();
+  cfg.proto = "LL";
+  EXPECT_EQ(decide(CollType::AllReduce, size_t(1) << 30, m, cfg).proto, Proto::LL);
+  cfg.proto = "simple";
+  EXPECT_EQ(decide(CollType::AllReduce, 64, m, cfg).proto, Proto::Simple);
+  cfg.proto.clear();
+  cfg.minChannels = cfg.maxChannels = 3;
+  EXPECT_EQ(decide(CollType::AllReduce, 64, m, cfg).nchannels, 3);
+  EXPECT_EQ(decide(CollType::AllReduce, size_t(1) << 30, m, cfg).nchannels, 3);
+  cfg.minChannels = 1;
+  cfg.maxChannels = 1;
+  EXPECT_EQ(decide(CollType::AllReduce, size_t(1) << 30, m, cfg).nchannels, 1);
+  EXPECT_EQ(allowedAlgos("Hier", CollType::AllReduce), 1u << static_cast<int>(Algo::Hier));
+}
+
+// ---- A minimal JSON reader, enough to check the TUNING line ----
+
+struct Json;
+using JsonObject = std::map<std::string, Json>;
+using JsonArray = std::vector<Json>;
+struct Json {
+  std::variant<std::nullptr_t, double, std::string, JsonArray, JsonObject> v;
+};
+
+class JsonParser {
+ public:
+  explicit JsonParser(const std::string& s) : s_(s) {}
+  bool parse(Json* out) {
+    if (!value(out)) return false;
+    ws();
+    return i_ == s_.size();
+  }
+
+ private:
+  void ws() {
+    while (i_ < s_.size() && isspace(static_cast<unsigned char>(s_[i_]))) ++i_;
+  }
+  bool lit(const char* w) {
+    const size_t n = strlen(w);
+    if (s_.compare(i_, n, w) != 0) return false;
+    i_ += n;
+    return true;
+  }
+  bool str(std::string* out) {
+    if (s_[i_] != '"') return false;
+    for (++i_; i_ < s_.size() && s_[i_] != '"'; ++i_) {
+      if (s_[i_] == '\\') return false;  // the tuner never escapes
+      out->push_back(s_[i_]);
+    }
+    return i_++ < s_.size();
+  }
+  bool value(Json* out) {
+    ws();
+    if (i_ >= s_.size()) return false;
+    const char c = s_[i_];
+    if (c == 'n') return lit("null") && (out->v = nullptr, true);
+    if (c == '"') {
+      std::string s;
+      if (!str(&s)) return false;
+      out->v = s;
+      return true;
+    }
+    if (c == '[') {
+      JsonArray a;
+      ++i_;
+      ws();
+      if (s_[i_] == ']') return ++i_, out->v = a, true;
+      for (;;) {
+        Json e;
+        if (!value(&e)) return false;
+        a.push_back(e);
+        ws();
+        if (s_[i_] == ']') return ++i_, out->v = a, true;
+        if (s_[i_++] != ',') return false;
+      }
+    }
+    if (c == '{') {
+      JsonObject o;
+      ++i_;
+      for (;;) {
+        ws();
+        std::string key;
+        if (!str(&key)) return false;
+        ws();
+        if (s_[i_++] != ':') return false;
+        Json e;
+        if (!value(&e)) return false;
+        o[key] = e;
+        ws();
+        if (s_[i_] == '}') return ++i_, out->v = o, true;
+        if (s_[i_++] != ',') return false;
+      }
+    }
+    char* end = nullptr;
+    const double d = strtod(s_.c_str() + i_, &end);
+    if (end == s_.c_str() + i_) return false;
+    i_ = end - s_.c_str();
+    out->v = d;
+    return true;
+  }
+  const std::string& s_;
+  size_t i_ = 0;
+};
+
+TEST(Tuner, TuningLineIsJson) {
+  char path[] = "/tmp/chorus_tuning_XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  setenv("NCCL_DEBUG", "INFO", 1);
+  setenv("NCCL_DEBUG_SUBSYS", "TUNING", 1);
+  setenv("NCCL_DEBUG_FILE", path, 1);
+  logReset();
+  auto t = synthetic(SyntheticShape::NvSwitch, 4, 8);
+  CommGraph g = searchOk(t);
+  Task task;
+  task.type = CollType::AllReduce;
+  task.count = 262144;
+  task.dtype = ncclFloat32;
+  CommConfig cfg = freeConfig();
+  cfg.algo = "ring,tree";
+  TuneDecision d;
+  EXPECT_EQ(tuneTask(task, g.nranks, cfg, &g, &d), ncclSuccess);
+  unsetenv("NCCL_DEBUG");
+  unsetenv("NCCL_DEBUG_SUBSYS");
+  unsetenv("NCCL_DEBUG_FILE");
+  logReset();
+  std::ifstream in(path);
+  std::string line, json;
+  while (std::getline(in, line))
+    if (line.find("TUNING {") != std::string::npos) json = line.substr(line.find("TUNING {") + 7);
+  unlink(path);
+  ASSERT_FALSE(json.empty()) << "no TUNING line logged";
+  Json doc;
+  ASSERT_TRUE(JsonParser(json).parse(&doc)) << json;
+  const auto& o = std::get<JsonObject>(doc.v);
+  EXPECT_EQ(std::get<std::string>(o.at("coll").v), "AllReduce");
+  EXPECT_EQ(std::get<double>(o.at("bytes").v), 1048576.0);
+  EXPECT_EQ(std::get<double>(o.at("nranks").v), 32.0);
+  EXPECT_EQ(std::get<double>(o.at("nhosts").v), 4.0);
+  EXPECT_EQ(std::get<std::string>(o.at("forced").v), "NCCL_ALGO");
+  const auto& cands = std::get<JsonArray>(o.at("candidates").v);
+  EXPECT_EQ(cands.size(), 4u);  // {ring, tree} x {simple, ll}
+  const auto& w = std::get<JsonObject>(o.at("winner").v);
+  EXPECT_EQ(std::get<std::string>(w.at("algo").v), d.algo == Algo::Ring ? "ring" : "tree");
+  EXPECT_EQ(std::get<double>(w.at("nch").v), d.nchannels);
+  double best = 1e300;
+  for (const Json& c : cands) best = std::min(best, std::get<double>(std::get<JsonObject>(c.v).at("us").v));
+  EXPECT_NEAR(std::get<double>(w.at("us").v), best, 1e-3);
+}
+
+}  // namespace
+}  // namespace chorus::graph::test

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Simulated nodes on one machine: each "node" is a network namespace with one
+# interface (cnet0) plugged into a bridge that lives in its own "switch"
+# namespace, so nothing is added to the machine's own network namespace and
+# only addresses created here (10.<subnet>.0.0/24) are used.
+#
+#   source netns_lib.sh
+#   netns_create PREFIX NNODES SUBNET [RATE]   # RATE e.g. 1gbit: tbf on both ends of every link
+#   netns_addr PREFIX I                        # 10.<subnet>.0.<I+1>
+#   netns_run PREFIX I cmd...                  # run in node I with NCCL_HOSTID=<PREFIX>-nI
+#   netns_kill_node PREFIX I                   # SIGKILL every process in node I
+#   netns_destroy PREFIX                       # idempotent; call from an EXIT trap
+#
+# Requires root and iproute2 (ip, tc).
+
+netns_supported() {
+  [ "$(id -u)" -eq 0 ] || { echo "netns: not root"; return 1; }
+  command -v ip >/dev/null || { echo "netns: ip (iproute2) missing"; return 1; }
+  local probe="chorus-probe-$$"
+  ip netns add "$probe" 2>/dev/null || { echo "netns: cannot create network namespaces here"; return 1; }
+  ip netns del "$probe"
+}
+
+_netns_subnet_of() { cat "/tmp/$1.subnet"; }
+
+netns_addr() { echo "10.$(_netns_subnet_of "$1").0.$(($2 + 1))"; }
+
+netns_create() {
+  local prefix=$1 nnodes=$2 subnet=$3 rate=${4:-}
+  echo "$subnet" >"/tmp/$prefix.subnet"
+  echo "$nnodes" >"/tmp/$prefix.nnodes"
+  local sw="$prefix-sw"
+  ip netns add "$sw"
+  ip -n "$sw" link add br0 type bridge
+  ip -n "$sw" link set br0 up
+  ip -n "$sw" link set lo up
+  local i
+  for ((i = 0; i < nnodes; i++)); do
+    local ns="$prefix-n$i"
+    ip netns add "$ns"
+    ip -n "$ns" link set lo up
+    # The veth pair is created inside the switch namespace, then one end moves to the node.
+    ip -n "$sw" link add "p$i" type veth peer name cnet0 netns "$ns"
+    ip -n "$sw" link set "p$i" master br0
+    ip -n "$sw" link set "p$i" up
+    ip -n "$ns" addr add "10.$subnet.0.$((i + 1))/24" dev cnet0
+    ip -n "$ns" link set cnet0 up
+    if [ -n "$rate" ]; then
+      # Egress of the node (its sends) and egress of the switch port (its receives).
+      ip netns exec "$ns" tc qdisc add dev cnet0 root tbf rate "$rate" burst 1mbit latency 100ms
+      ip netns exec "$sw" tc qdisc add dev "p$i" root tbf rate "$rate" burst 1mbit latency 100ms
+    fi
+  done
+}
+
+netns_run() {
+  local prefix=$1 i=$2
+  shift 2
+  ip netns exec "$prefix-n$i" env NCCL_HOSTID="$prefix-n$i" NCCL_SOCKET_IFNAME=cnet0 "$@"
+}
+
+netns_kill_node() {
+  local pids
+  pids=$(ip netns pids "$1-n$2" 2>/dev/null || true)
+  [ -n "$pids" ] && kill -9 $pids 2>/dev/null
+  return 0
+}
+
+netns_destroy() {
+  local prefix=$1 nnodes i
+  nnodes=$(cat "/tmp/$prefix.nnodes" 2>/dev/null || echo 0)
+  for ((i = 0; i < nnodes; i++)); do
+    netns_kill_node "$prefix" "$i"
+    ip netns del "$prefix-n$i" 2>/dev/null || true
+  done
+  ip netns del "$prefix-sw" 2>/dev/null || true
+  rm -f "/tmp/$prefix.subnet" "/tmp/$prefix.nnodes"
+}

@@ -1,0 +1,30 @@
+#include "net_test_util.h"
+
+#include <cstdlib>
+#include <thread>
+
+namespace chorus::test {
+
+ncclResult_t waitRequest(const chorusNet_v1_t* net, void* request, size_t* size, int ms, bool* timedOut) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  *timedOut = false;
+  for (;;) {
+    int done = 0;
+    ncclResult_t res = net->test(request, &done, size);
+    if (res != ncclSuccess || done) return res;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      *timedOut = true;
+      return ncclSuccess;
+    }
+    std::this_thread::yield();
+  }
+}
+
+bool initOnHost(RankCtx& ctx, int ranksPerHost, ncclComm_t* comm) {
+  const std::string host = "net-test-host-" + std::to_string(ctx.rank / ranksPerHost);
+  setenv("NCCL_HOSTID", host.c_str(), 1);
+  *comm = nullptr;
+  return RANK_OK(ctx, ncclCommInitRank(comm, ctx.nranks, ctx.id, ctx.rank));
+}
+
+}  // namespace chorus::test

@@ -1,0 +1,196 @@
+// The net transport used directly, both ends in this process (the peers
+// pretend to be on different hosts): slots move through the proxy thread and
+// the socket backend, the proxy sleeps when idle, a closed peer shows up in
+// the link's health, the proxy thread goes away with the last link, destroy
+// can wait for the links to be closed, and exit closes the links left open.
+#include <cstdio>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include "common/rank_runner.h"
+#include "transports/net/net_proxy.h"
+#include "transports/net/net_transport.h"
+
+namespace chorus::test {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+using EnvList = std::vector<std::pair<std::string, std::string>>;
+
+PeerInfo peerOn(int rank, uint64_t host, uint64_t token) {
+  PeerInfo p;
+  p.rank = rank;
+  p.pid = getpid();
+  p.hostHash = host;
+  p.processToken = token;
+  return p;
+}
+
+ConnRequest request(int self, int peer, const char* label) {
+  ConnRequest r;
+  r.selfRank = self;
+  r.peerRank = peer;
+  r.slotBytes = 4096;
+  r.nslots = 4;
+  r.channel = 0;
+  r.label = label;
+  return r;
+}
+
+class NetTransportPair : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const PeerInfo rank0 = peerOn(0, 0x1111, 1), rank1 = peerOn(1, 0x2222, 2);
+    std::vector<uint8_t> handle;
+    ASSERT_EQ(transport_.createRecv(request(1, 0, "test 0->1"), rank0, &recvEnd_, &handle), ncclSuccess);
+    ASSERT_EQ(transport_.connectSend(request(0, 1, "test 0->1"), rank1, handle, &sendEnd_), ncclSuccess);
+    ASSERT_TRUE(recvEnd_.health && sendEnd_.health);
+  }
+  // Waits until the proxy serves no link (all retired and closed).
+  static bool proxyDrained(int ms) {
+    const auto deadline = Clock::now() + std::chrono::milliseconds(ms);
+    while (NetProxy::forThisProcess().linkCount() != 0 && Clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    return NetProxy::forThisProcess().linkCount() == 0;
+  }
+
+  ScopedEnv env_{EnvList{{"NCCL_SOCKET_IFNAME", "lo"}, {"NCCL_NET", "socket"}}};
+  NetTransport transport_;
+  FifoEnd recvEnd_, sendEnd_;
+};
+
+TEST(NetTransport, ConnectsAcrossHostsAndSameHostOnlyWithoutShm) {
+  NetTransport t;
+  EXPECT_TRUE(t.canConnect(peerOn(0, 1, 1), peerOn(1, 2, 2)));
+  EXPECT_FALSE(t.canConnect(peerOn(0, 1, 1), peerOn(1, 1, 2)));
+  ScopedEnv noShm(EnvList{{"NCCL_SHM_DISABLE", "1"}});
+  EXPECT_TRUE(t.canConnect(peerOn(0, 1, 1), peerOn(1, 1, 2)));
+  EXPECT_FALSE(t.canConnect(peerOn(0, 1, 1), peerOn(1, 1, 1)));
+}
+
+TEST_F(NetTransportPair, SlotsArriveInOrderWithTheirSizes) {
+  SendConnector send(std::move(sendEnd_));
+  RecvConnector recv(std::move(recvEnd_));
+  constexpr int kSlots = 200;
+  int sent = 0, received = 0;
+  const auto deadline = Clock::now() + std::chrono::seconds(20);
+  while (received < kSlots && Clock::now() < deadline) {
+    if (sent < kSlots && send.ready()) {
+      const uint32_t bytes = static_cast<uint32_t>((sent * 37) % 4097);
+      for (uint32_t i = 0; i < bytes; ++i) send.slot()[i] = static_cast<char>(sent + i);
+      send.post(bytes);
+      ++sent;
+    }
+    if (recv.ready()) {
+      const uint32_t bytes = static_cast<uint32_t>((received * 37) % 4097);
+      ASSERT_EQ(recv.size(), bytes) << "slot " << received;
+      for (uint32_t i = 0; i < bytes; ++i)
+        ASSERT_EQ(recv.slot()[i], static_cast<char>(received + i)) << "slot " << received << " byte " << i;
+      recv.release();
+      ++received;
+    }
+  }
+  EXPECT_EQ(received, kSlots);
+  EXPECT_FALSE(send.end().health->failed()) << send.end().health->message;
+  EXPECT_FALSE(recv.end().health->failed()) << recv.end().health->message;
+}
+
+TEST_F(NetTransportPair, IdleProxyUsesAlmostNoCpu) {
+  SendConnector send(std::move(sendEnd_));
+  RecvConnector recv(std::move(recvEnd_));
+  // One round trip first so the connection is accepted and receives are posted.
+  ASSERT_TRUE(send.ready());
+  send.post(8);
+  const auto deadline = Clock::now() + std::chrono::seconds(5);
+  while (!recv.ready() && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_TRUE(recv.ready());
+  recv.release();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // let the proxy settle into its idle backoff
+  uint64_t cpu0 = 0, cpu1 = 0;
+  ASSERT_TRUE(NetProxy::forThisProcess().threadCpuNs(&cpu0));
+  const auto t0 = Clock::now();
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  ASSERT_TRUE(NetProxy::forThisProcess().threadCpuNs(&cpu1));
+  const double wallNs = std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
+  const double share = static_cast<double>(cpu1 - cpu0) / wallNs;
+  std::printf("idle proxy thread: %.3f%% of a core over %.0f ms\n", share * 100, wallNs / 1e6);
+  EXPECT_LT(share, 0.02) << "the idle proxy used " << share * 100 << "% of a core";
+}
+
+TEST_F(NetTransportPair, ClosedPeerShowsInHealthAndProxyExitsWithLastLink) {
+  { SendConnector gone(std::move(sendEnd_)); }  // the sending side goes away
+  const auto deadline = Clock::now() + std::chrono::seconds(5);
+  while (!recvEnd_.health->failed() && Clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  ASSERT_TRUE(recvEnd_.health->failed()) << "the receiver never noticed the closed connection";
+  EXPECT_EQ(recvEnd_.health->code, ncclRemoteError);
+  EXPECT_NE(std::string(recvEnd_.health->message).find("127.0.0.1"), std::string::npos) << recvEnd_.health->message;
+  EXPECT_NE(std::string(recvEnd_.health->message).find("test 0->1"), std::string::npos) << recvEnd_.health->message;
+  recvEnd_ = FifoEnd{};
+  EXPECT_TRUE(proxyDrained(5000)) << "links still open after both ends were dropped";
+  uint64_t cpu = 0;
+  const auto until = Clock::now() + std::chrono::seconds(2);
+  while (NetProxy::forThisProcess().threadCpuNs(&cpu) && Clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_FALSE(NetProxy::forThisProcess().threadCpuNs(&cpu)) << "the proxy thread outlived its last link";
+}
+
+TEST_F(NetTransportPair, DestroyWaitReturnsOnceTheProxyClosedTheLinks) {
+  {
+    SendConnector send(std::move(sendEnd_));
+    RecvConnector recv(std::move(recvEnd_));
+    ASSERT_TRUE(send.ready());
+    send.post(64);  // possibly still in the sender's FIFO when the ends go: drained first
+  }
+  EXPECT_TRUE(transport_.awaitRetired(std::chrono::milliseconds(5000)));
+  EXPECT_EQ(NetProxy::forThisProcess().linkCount(), 0u) << "awaitRetired returned before the proxy closed the links";
+  EXPECT_TRUE(transport_.awaitRetired(std::chrono::milliseconds(0))) << "nothing is left to wait for";
+}
+
+// Set in the death-test child: the receiver's health, read by the check that
+// runs after the proxy's exit hook.
+LinkHealth* gExitRecvHealth = nullptr;
+
+// Runs in a fresh process. The check is registered before the first link (and
+// so before the proxy's atexit hook), so it runs after that hook and sees what
+// it left: no open link, no proxy thread, the waiting receiver told why.
+[[noreturn]] void exitWithLinksStillOpen() {
+  atexit([] {
+    NetProxy* proxy = NetProxy::existing();
+    uint64_t cpu = 0;
+    const bool closed = proxy != nullptr && proxy->linkCount() == 0 && !proxy->threadCpuNs(&cpu);
+    const bool told = gExitRecvHealth != nullptr && gExitRecvHealth->failed() &&
+                      std::string(gExitRecvHealth->message).find("exiting") != std::string::npos;
+    _exit(closed && told ? 0 : 3);
+  });
+  setenv("NCCL_SOCKET_IFNAME", "lo", 1);
+  setenv("NCCL_NET", "socket", 1);
+  NetTransport transport;
+  const PeerInfo rank0 = peerOn(0, 0x1111, 1), rank1 = peerOn(1, 0x2222, 2);
+  std::vector<uint8_t> handle;
+  FifoEnd recvEnd, sendEnd;
+  if (transport.createRecv(request(1, 0, "exit 0->1"), rank0, &recvEnd, &handle) != ncclSuccess ||
+      transport.connectSend(request(0, 1, "exit 0->1"), rank1, handle, &sendEnd) != ncclSuccess)
+    _exit(4);
+  // Like communicators never destroyed: the ends stay alive until exit.
+  auto* send = new SendConnector(std::move(sendEnd));
+  auto* recv = new RecvConnector(std::move(recvEnd));
+  gExitRecvHealth = recv->end().health.get();
+  for (int i = 0; i < 3 && send->ready(); ++i) send->post(128);
+  exit(1);
+}
+
+TEST(NetProxyExit, ExitClosesOpenLinksAndJoinsTheProxyBeforeStaticTeardown) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");  // a fresh process: no proxy, no hook yet
+  EXPECT_EXIT(exitWithLinksStillOpen(), ::testing::ExitedWithCode(0), "");
+}
+
+}  // namespace
+}  // namespace chorus::test

@@ -1,0 +1,65 @@
+// One network connector as the proxy thread sees it: the local FIFO, the
+// backend connection that feeds or drains it, and the requests in flight.
+//
+// Sender link: slots [completed, posted) are in backend isends; slots
+// [posted, tail) are filled by the executor but not yet handed to the
+// backend. A finished isend frees its slot (head = completed).
+// Receiver link: slots [completed, posted) have irecvs posted; a finished
+// irecv publishes the slot (sizes[], tail = completed). Both run in order.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "chorus/net_plugin.h"
+#include "transport/fifo.h"
+
+namespace chorus {
+
+struct NetLink {
+  NetLink(bool isSender, const chorusNet_v1_t* backend, std::string what)
+      : sender(isSender), net(backend), label(std::move(what)) {}
+
+  const bool sender;
+  const chorusNet_v1_t* const net;
+  const std::string label;  // "comm .. ring ch0 1->2 via Socket/lo"
+
+  void* listenComm = nullptr;  // receiver, until accepted
+  void* comm = nullptr;        // backend send or receive connection
+  void* mhandle = nullptr;     // registration of the slots
+  std::shared_ptr<void> fifo;  // control block + slots (heap)
+  FifoControl* ctl = nullptr;
+  char* slots = nullptr;
+  uint32_t slotBytes = 0;
+  uint32_t nslots = 0;
+  std::shared_ptr<LinkHealth> health = std::make_shared<LinkHealth>();
+  std::atomic<bool> retired{false};  // the executor dropped its end
+  uint64_t id = 0;                   // set by the proxy at attach
+  bool closed = false;               // backend connections closed (under the proxy's lock)
+
+  // Proxy-thread state.
+  uint64_t posted = 0;
+  uint64_t completed = 0;
+  void* requests[kMaxFifoSlots] = {};
+  bool failed = false;
+  bool draining = false;
+  std::chrono::steady_clock::time_point drainDeadline{};
+
+  char* slot(uint64_t index) const { return slots + (index % nslots) * static_cast<size_t>(slotBytes); }
+};
+
+// Moves what can be moved now without waiting. *progressed: something moved;
+// *busy: requests are in flight (worth polling again soon).
+void stepLink(NetLink& link, bool* progressed, bool* busy);
+// Whether a retired link may be closed now (a sender first drains what the
+// executor posted, within a deadline).
+bool linkClosable(NetLink& link);
+// Shortens a sender's drain to end by `deadline` at the latest (process exit).
+void hurryDrain(NetLink& link, std::chrono::steady_clock::time_point deadline);
+// Closes the backend connections (proxy thread).
+void closeLink(NetLink& link);
+
+}  // namespace chorus

@@ -1,0 +1,301 @@
+#include "transports/net/net_proxy.h"
+
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "core/log.h"
+#include "core/params.h"
+
+namespace chorus {
+namespace {
+
+using ProxyClock = std::chrono::steady_clock;
+
+// At process exit, senders get at most this long (and never more than
+// CHORUS_TIMEOUT_MS) to hand over what the executor already posted.
+constexpr std::chrono::milliseconds kExitDrain(1000);
+
+// Proxies by process: a forked child must not use the parent's (its thread is
+// gone and its locks may be held), so the slot is re-filled per pid.
+struct ProxySlot {
+  std::mutex mu;
+  pid_t owner = 0;
+  NetProxy* proxy = nullptr;
+  bool exitHookRegistered = false;  // inherited by forked children, as the hook is
+};
+
+ProxySlot& proxySlot() {
+  static ProxySlot* slot = [] {
+    auto* s = new ProxySlot;
+    pthread_atfork([] { proxySlot().mu.lock(); }, [] { proxySlot().mu.unlock(); }, [] { proxySlot().mu.unlock(); });
+    return s;
+  }();
+  return *slot;
+}
+
+// atexit handler: closes this process's links and ends its proxy thread before
+// static destructors and the backends' library destructors (libucp's) run.
+// It is registered when the first proxy is made, after the backends were
+// loaded and initialized, so it runs before their teardown.
+void stopProxyAtExit() {
+  NetProxy* proxy = NetProxy::existing();
+  if (proxy == nullptr) return;
+  const auto bound = std::chrono::milliseconds(std::max<int64_t>(0, params::timeoutMs()));
+  proxy->stopAtExit(std::min(bound, kExitDrain), bound);
+}
+
+}  // namespace
+
+NetProxy::NetProxy() : pid_(getpid()) {
+  bell_.owner = this;
+  bell_.wake = &NetProxy::onRing;
+}
+
+NetProxy& NetProxy::forThisProcess() {
+  ProxySlot& s = proxySlot();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (s.owner != getpid()) {
+    // Never deleted: links and the thread refer to it until exit; a parent's
+    // proxy inherited by a child is simply abandoned.
+    s.proxy = new NetProxy();
+    s.owner = getpid();
+    if (!s.exitHookRegistered) s.exitHookRegistered = atexit(stopProxyAtExit) == 0;
+  }
+  return *s.proxy;
+}
+
+NetProxy* NetProxy::existing() {
+  ProxySlot& s = proxySlot();
+  std::lock_guard<std::mutex> lock(s.mu);
+  return s.owner == getpid() ? s.proxy : nullptr;
+}
+
+void NetProxy::onRing(Doorbell* bell) { static_cast<Bell*>(bell)->owner->wake(); }
+
+void NetProxy::wake() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    woken_ = true;
+  }
+  cv_.notify_one();
+}
+
+FifoEnd NetProxy::attach(std::shared_ptr<NetLink> link, int peerRank, int peerPid) {
+  FifoEnd end;
+  end.ctl = link->ctl;
+  end.slots = link->slots;
+  end.slotBytes = link->slotBytes;
+  end.nslots = link->nslots;
+  end.peer = peerRank;
+  end.peerPid = peerPid;
+  end.health = link->health;
+  end.doorbell = &bell_;
+  const pid_t pid = pid_;
+  NetLink* raw = link.get();
+  // The executor's handle on the link: when its last copy goes, the link retires.
+  end.memory = std::shared_ptr<void>(raw, [this, pid, keep = link](void*) {
+    if (getpid() == pid) retire(keep.get());
+  });
+  bool start = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    link->id = ++lastLinkId_;
+    incoming_.push_back(std::move(link));
+    ++linkCount_;
+    woken_ = true;
+    start = !running_ && !stopping_;  // after the exit hook ran no thread serves links
+    running_ = running_ || start;
+  }
+  cv_.notify_one();
+  if (start) startThread();
+  return end;
+}
+
+// The previous thread (if any) announced its end before this start was
+// decided, so joining it takes no longer than its return.
+void NetProxy::startThread() {
+  std::thread previous;
+  {
+    std::lock_guard<std::mutex> lock(threadMu_);
+    previous = std::move(thread_);
+    thread_ = std::thread([this] { run(); });
+  }
+  if (previous.joinable()) previous.join();
+}
+
+void NetProxy::retire(NetLink* link) {
+  link->retired.store(true, std::memory_order_release);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!link->closed) retiredOpen_.insert(link->id);
+    woken_ = true;
+  }
+  cv_.notify_one();
+}
+
+bool NetProxy::awaitRetired(std::chrono::milliseconds bound) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (getpid() != pid_ || retiredOpen_.empty()) return true;
+  const std::vector<uint64_t> waitFor(retiredOpen_.begin(), retiredOpen_.end());
+  auto openCount = [&] {
+    return std::count_if(waitFor.begin(), waitFor.end(), [&](uint64_t id) { return retiredOpen_.count(id) != 0; });
+  };
+  // Without a thread (only after the exit hook) nothing would close them.
+  const auto start = ProxyClock::now();
+  if (doneCv_.wait_for(lock, bound, [&] { return openCount() == 0 || !running_; }) && openCount() == 0) {
+    CHORUS_INFO(kLogNet | kLogProxy, "net proxy: %zu retired link(s) closed after %lld us", waitFor.size(),
+                (long long)std::chrono::duration_cast<std::chrono::microseconds>(ProxyClock::now() - start).count());
+    return true;
+  }
+  CHORUS_WARN(kLogNet, "net proxy: %lld retired link(s) not closed within %lld ms; they are closed in the background",
+              (long long)openCount(), (long long)bound.count());
+  return false;
+}
+
+bool NetProxy::stopAtExit(std::chrono::milliseconds drain, std::chrono::milliseconds bound) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (getpid() != pid_) return true;
+  stopping_ = true;
+  stopDrainDeadline_ = ProxyClock::now() + drain;
+  woken_ = true;
+  cv_.notify_one();
+  {
+    std::lock_guard<std::mutex> threadLock(threadMu_);
+    if (thread_.get_id() == std::this_thread::get_id()) return false;  // exit() called by the proxy thread itself
+  }
+  if (!doneCv_.wait_for(lock, bound, [this] { return !running_; })) {
+    CHORUS_WARN(kLogNet, "net proxy: %zu link(s) still open %lld ms after exit began; leaving the proxy thread running",
+                linkCount_, (long long)bound.count());
+    return false;
+  }
+  lock.unlock();
+  std::thread finished;
+  {
+    std::lock_guard<std::mutex> threadLock(threadMu_);
+    finished = std::move(thread_);
+  }
+  if (finished.joinable()) finished.join();
+  return true;
+}
+
+size_t NetProxy::linkCount() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return linkCount_;
+}
+
+bool NetProxy::threadCpuNs(uint64_t* ns) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!running_ || !haveClock_) return false;
+  timespec ts{};
+  if (clock_gettime(cpuClock_, &ts) != 0) return false;
+  *ns = static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+  return true;
+}
+
+// Process exit: every link is retired, whether or not its end still exists
+// (an executor still waiting on it is told why), and senders drain briefly.
+void NetProxy::applyStop(std::vector<std::shared_ptr<NetLink>>& links) {
+  ProxyClock::time_point drainDeadline;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    drainDeadline = stopDrainDeadline_;
+  }
+  for (auto& l : links) {
+    if (!l->retired.exchange(true, std::memory_order_acq_rel))
+      l->health->setFailed(ncclSystemError, (l->label + ": the process is exiting").c_str());
+    hurryDrain(*l, drainDeadline);
+  }
+}
+
+// One progress pass over all links; closes retired ones. True if anything moved.
+bool NetProxy::pass(std::vector<std::shared_ptr<NetLink>>& links, bool* busy) {
+  bool progressed = false;
+  for (size_t i = 0; i < links.size();) {
+    NetLink& l = *links[i];
+    stepLink(l, &progressed, busy);
+    if (!l.retired.load(std::memory_order_acquire)) {
+      ++i;
+      continue;
+    }
+    if (!linkClosable(l)) {
+      *busy = true;  // draining: poll until done or the deadline
+      ++i;
+      continue;
+    }
+    closeLink(l);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      l.closed = true;
+      retiredOpen_.erase(l.id);
+      --linkCount_;
+    }
+    doneCv_.notify_all();
+    links.erase(links.begin() + static_cast<ptrdiff_t>(i));  // may free l
+    progressed = true;
+  }
+  return progressed;
+}
+
+// Sleeps until a doorbell, a new link or `limit`. The doorbell protocol: we
+// announce sleeping, then look once more (a ring that came before our
+// announcement is seen by this pass; one after it sees `sleeping` and wakes us).
+void NetProxy::sleep(std::chrono::microseconds limit, std::vector<std::shared_ptr<NetLink>>& links) {
+  bell_.sleeping.store(true, std::memory_order_seq_cst);
+  bool busy = false;
+  if (pass(links, &busy)) {
+    bell_.sleeping.store(false, std::memory_order_relaxed);
+    return;
+  }
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait_for(lock, limit, [this] { return woken_; });
+  woken_ = false;
+  bell_.sleeping.store(false, std::memory_order_relaxed);
+}
+
+void NetProxy::run() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    haveClock_ = pthread_getcpuclockid(pthread_self(), &cpuClock_) == 0;
+  }
+  const auto maxPoll = std::chrono::microseconds(std::max<int64_t>(20, params::netPollMaxUs()));
+  std::vector<std::shared_ptr<NetLink>> links;
+  auto lastMove = ProxyClock::now();
+  for (;;) {
+    bool stop = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (auto& l : incoming_) links.push_back(std::move(l));
+      incoming_.clear();
+      stop = stopping_;
+      if (links.empty()) {
+        running_ = false;  // the next attach starts a new thread (and joins this one)
+        haveClock_ = false;
+        doneCv_.notify_all();
+        return;
+      }
+    }
+    if (stop) applyStop(links);
+    bool busy = false;
+    if (pass(links, &busy)) {
+      lastMove = ProxyClock::now();
+      continue;
+    }
+    const auto idle = std::chrono::duration_cast<std::chrono::microseconds>(ProxyClock::now() - lastMove);
+    if (busy && idle < std::chrono::microseconds(50)) {
+      std::this_thread::yield();  // traffic is likely to resume within microseconds
+      continue;
+    }
+    // Requests in flight: bounded poll that backs off with the idle time.
+    // Nothing in flight: only a doorbell or a new link can create work.
+    const auto limit = busy ? std::clamp(idle / 16, std::chrono::microseconds(20), maxPoll)
+                            : std::chrono::microseconds(std::chrono::seconds(10));
+    sleep(limit, links);
+  }
+}
+
+}  // namespace chorus

@@ -1,0 +1,143 @@
+// Network transport. Each side keeps its own FIFO in its heap; the proxy
+// thread copies slots between the two through the backend:
+//   receiver: createRecv allocates the FIFO and listens on device
+//             channel % ndev; the handle (a small header + the backend's
+//             handle) goes to the sender through the bootstrap; the proxy
+//             accepts asynchronously and keeps receives posted in free slots.
+//   sender:   connectSend connects (bounded by CHORUS_TIMEOUT_MS), allocates
+//             its FIFO and registers it; the proxy sends every slot the
+//             executor posts and frees it once the backend is done with it.
+#include "transports/net/net_transport.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include "core/host_identity.h"
+#include "core/params.h"
+#include "core/result.h"
+#include "transports/net/net_backends.h"
+#include "transports/net/net_proxy.h"
+
+namespace chorus {
+namespace {
+
+constexpr uint32_t kNetHandleMagic = 0x4e45544c;  // "NETL"
+
+// What travels from receiver to sender ahead of the backend's own handle.
+struct NetHandleHeader {
+  uint32_t magic;
+  uint32_t slotBytes;
+  uint64_t backendHash;  // both sides must use the same backend
+  uint32_t nslots;
+  uint32_t reserved;
+};
+
+uint64_t backendHash(const chorusNet_v1_t* net) { return hashBytes(net->name, strlen(net->name)); }
+
+ncclResult_t allocFifo(NetLink& link, const ConnRequest& req) {
+  const size_t bytes = fifoTotalBytes(req.slotBytes, req.nslots);
+  void* raw = std::aligned_alloc(4096, (bytes + 4095) & ~size_t(4095));
+  if (raw == nullptr) return fail(ncclSystemError, "net: cannot allocate %zu bytes for %s", bytes, req.label.c_str());
+  fifoInit(raw, req.slotBytes, req.nslots, getpid());
+  link.fifo = std::shared_ptr<void>(raw, [](void* p) { std::free(p); });
+  link.ctl = static_cast<FifoControl*>(raw);
+  link.slots = static_cast<char*>(raw) + fifoControlBytes();
+  link.slotBytes = req.slotBytes;
+  link.nslots = req.nslots;
+  return ncclSuccess;
+}
+
+std::string linkLabel(const ConnRequest& req, const chorusNet_v1_t* net, int dev) {
+  chorusNetProperties_v1_t props{};
+  const char* devName = net->getProperties(dev, &props) == ncclSuccess && props.name ? props.name : "?";
+  return req.label + " via " + net->name + "/" + devName;
+}
+
+// Same host (NCCL_SHM_DISABLE=1): the executor can also watch the peer's pid.
+int pidToWatch(const PeerInfo& peer) { return peer.hostHash == hostHash() ? peer.pid : 0; }
+
+}  // namespace
+
+bool NetTransport::canConnect(const PeerInfo& self, const PeerInfo& peer) const {
+  if (self.hostHash != peer.hostHash) return true;
+  return params::shmDisable() != 0 && self.processToken != peer.processToken;
+}
+
+ncclResult_t NetTransport::createRecv(const ConnRequest& req, const PeerInfo& peer, FifoEnd* end,
+                                      std::vector<uint8_t>* handle) {
+  const chorusNet_v1_t* net = nullptr;
+  int ndev = 0;
+  CHORUS_CHECK(netChooseBackend(&net, &ndev));
+  const int dev = req.channel % ndev;
+  auto link = std::make_shared<NetLink>(false, net, linkLabel(req, net, dev));
+  CHORUS_CHECK(allocFifo(*link, req));
+  uint8_t netHandle[CHORUS_NET_HANDLE_BYTES] = {};
+  clearLastError();
+  ncclResult_t res = net->listen(dev, netHandle, &link->listenComm);
+  if (res != ncclSuccess) return fail(res, "net: %s: listen failed: %s", link->label.c_str(), lastErrorMessage());
+  NetHandleHeader hdr{kNetHandleMagic, req.slotBytes, backendHash(net), req.nslots, 0};
+  handle->resize(sizeof(hdr) + CHORUS_NET_HANDLE_BYTES);
+  memcpy(handle->data(), &hdr, sizeof(hdr));
+  memcpy(handle->data() + sizeof(hdr), netHandle, CHORUS_NET_HANDLE_BYTES);
+  CHORUS_INFO(kLogNet, "net: %s: receiver listening (slots %u x %u B)", link->label.c_str(), req.nslots, req.slotBytes);
+  *end = NetProxy::forThisProcess().attach(std::move(link), req.peerRank, pidToWatch(peer));
+  return ncclSuccess;
+}
+
+ncclResult_t NetTransport::connectSend(const ConnRequest& req, const PeerInfo& peer, const std::vector<uint8_t>& handle,
+                                       FifoEnd* end) {
+  const chorusNet_v1_t* net = nullptr;
+  int ndev = 0;
+  CHORUS_CHECK(netChooseBackend(&net, &ndev));
+  NetHandleHeader hdr{};
+  if (handle.size() != sizeof(hdr) + CHORUS_NET_HANDLE_BYTES)
+    return fail(ncclInternalError, "net: %s: handle of %zu bytes from rank %d", req.label.c_str(), handle.size(),
+                req.peerRank);
+  memcpy(&hdr, handle.data(), sizeof(hdr));
+  if (hdr.magic != kNetHandleMagic || hdr.backendHash != backendHash(net))
+    return fail(ncclInvalidUsage,
+                "net: %s: rank %d listens with another network backend than this rank's %s (set NCCL_NET and "
+                "NCCL_NET_PLUGIN the same on every rank)",
+                req.label.c_str(), req.peerRank, net->name);
+  if (hdr.slotBytes != req.slotBytes || hdr.nslots != req.nslots)
+    return fail(ncclInvalidUsage,
+                "net: %s: rank %d uses %u x %u B slots, this rank %u x %u B (CHORUS_SLOTS and "
+                "CHORUS_SLOT_BYTES must match on every rank)",
+                req.label.c_str(), req.peerRank, hdr.nslots, hdr.slotBytes, req.nslots, req.slotBytes);
+  const int dev = req.channel % ndev;
+  auto link = std::make_shared<NetLink>(true, net, linkLabel(req, net, dev));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(params::timeoutMs());
+  for (;;) {
+    clearLastError();
+    ncclResult_t res = net->connect(dev, handle.data() + sizeof(hdr), &link->comm);
+    if (res != ncclSuccess)
+      return fail(res, "net: %s: connect to rank %d failed: %s", link->label.c_str(), req.peerRank, lastErrorMessage());
+    if (link->comm != nullptr) break;
+    if (std::chrono::steady_clock::now() >= deadline)
+      return fail(ncclRemoteError, "net: %s: connect to rank %d did not complete within %lld ms (CHORUS_TIMEOUT_MS)",
+                  link->label.c_str(), req.peerRank, (long long)params::timeoutMs());
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  CHORUS_CHECK(allocFifo(*link, req));
+  ncclResult_t res = net->regMr(link->comm, link->slots, static_cast<size_t>(req.slotBytes) * req.nslots,
+                                CHORUS_NET_PTR_HOST, &link->mhandle);
+  if (res != ncclSuccess) {
+    std::string why = lastErrorMessage();
+    net->closeSend(link->comm);
+    return fail(res, "net: %s: registering the slots failed: %s", link->label.c_str(), why.c_str());
+  }
+  CHORUS_INFO(kLogNet, "net: %s: sender connected", link->label.c_str());
+  *end = NetProxy::forThisProcess().attach(std::move(link), req.peerRank, pidToWatch(peer));
+  return ncclSuccess;
+}
+
+bool NetTransport::awaitRetired(std::chrono::milliseconds bound) {
+  NetProxy* proxy = NetProxy::existing();
+  return proxy == nullptr || proxy->awaitRetired(bound);
+}
+
+}  // namespace chorus

@@ -1,0 +1,82 @@
+#include "transports/net_ib/ib_knobs.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/result.h"
+
+namespace chorus::ib {
+
+ncclResult_t qpKnobsFromValues(int64_t timeout, int64_t retryCnt, IbQpKnobs* out) {
+  if (timeout < 1 || timeout > 31)
+    return fail(ncclInvalidArgument, "NET/IB: NCCL_IB_TIMEOUT=%lld outside 1..31", static_cast<long long>(timeout));
+  if (retryCnt < 0 || retryCnt > 7)
+    return fail(ncclInvalidArgument, "NET/IB: NCCL_IB_RETRY_CNT=%lld outside 0..7", static_cast<long long>(retryCnt));
+  out->timeout = static_cast<int>(timeout);
+  out->retryCnt = static_cast<int>(retryCnt);
+  return ncclSuccess;
+}
+
+ncclResult_t computeRtrAttrs(const IbConnMeta& local, const IbConnMeta& remote, IbRtrAttrs* out) {
+  if (local.linkLayer != remote.linkLayer)
+    return fail(ncclRemoteError, "NET/IB: peer port is %s but ours is %s (cannot connect RoCE and InfiniBand)",
+                remote.linkLayer == LinkLayer::Ethernet ? "RoCE" : "InfiniBand",
+                local.linkLayer == LinkLayer::Ethernet ? "RoCE" : "InfiniBand");
+  IbRtrAttrs a;
+  a.pathMtu = std::min(local.mtu, remote.mtu);
+  a.destQpn = remote.qpn;
+  a.rqPsn = remote.psn;
+  a.port = local.port;
+  if (local.linkLayer == LinkLayer::Ethernet) {
+    a.global = true;
+    a.dgid = remote.gid;
+    a.sgidIndex = local.gidIndex;
+  } else {
+    a.dlid = remote.lid;
+  }
+  *out = a;
+  return ncclSuccess;
+}
+
+IbRtsAttrs computeRtsAttrs(const IbConnMeta& local, const IbQpKnobs& knobs) {
+  IbRtsAttrs a;
+  a.timeout = static_cast<uint8_t>(knobs.timeout);
+  a.retryCnt = static_cast<uint8_t>(knobs.retryCnt);
+  a.rnrRetry = static_cast<uint8_t>(knobs.rnrRetry);
+  a.sqPsn = local.psn;
+  return a;
+}
+
+bool parseGdrLevel(const std::string& text, PathType* level) {
+  static const char* const kNames[] = {"LOC", "PIX", "PXB", "PHB", "SYS"};
+  if (text.empty()) {
+    *level = PathType::PXB;
+    return true;
+  }
+  for (int i = 0; i < 5; ++i) {
+    if (strcasecmp(text.c_str(), kNames[i]) == 0) {
+      *level = static_cast<PathType>(i);
+      return true;
+    }
+  }
+  if (text.size() == 1 && text[0] >= '0' && text[0] <= '9') {
+    *level = static_cast<PathType>(std::min(text[0] - '0', 4));  // larger numbers: no limit
+    return true;
+  }
+  return false;
+}
+
+bool gdrAllowed(PathType level, PathType gpuToNic) {
+  return level != PathType::LOC && static_cast<int>(gpuToNic) <= static_cast<int>(level);
+}
+
+bool peerMemoryLoaded(const std::string& sysRoot) {
+  struct stat st {};
+  for (const char* path : {"/kernel/mm/memory_peers/nv_mem/version", "/module/nvidia_peermem", "/module/nv_peer_mem"})
+    if (stat((sysRoot + path).c_str(), &st) == 0) return true;
+  return false;
+}
+
+}  // namespace chorus::ib

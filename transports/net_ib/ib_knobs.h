@@ -1,0 +1,64 @@
+// The verbs backend's knobs, turned into values the data path uses: queue
+// pair attributes (NCCL_IB_TIMEOUT, NCCL_IB_RETRY_CNT, MTU negotiation,
+// addressing from the exchanged connection records) and the GPUDirect policy
+// (NCCL_NET_GDR_LEVEL, peer-memory detection). Pure functions over plain
+// structs; ib_qp.cc copies them into ibv_qp_attr.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "nccl.h"
+#include "transports/net_ib/ib_conn_meta.h"
+
+namespace chorus::ib {
+
+struct IbQpKnobs {
+  int timeout = 20;  // 4.096 us * 2^timeout per retry
+  int retryCnt = 7;
+  int rnrRetry = 7;  // 7: retry forever (receives are always pre-posted)
+};
+// Reads and validates NCCL_IB_TIMEOUT (1..31) and NCCL_IB_RETRY_CNT (0..7).
+ncclResult_t qpKnobsFromValues(int64_t timeout, int64_t retryCnt, IbQpKnobs* out);
+
+// Ready-to-receive: where the remote QP is and how to reach it.
+struct IbRtrAttrs {
+  uint8_t pathMtu = 0;  // min of both sides
+  uint32_t destQpn = 0;
+  uint32_t rqPsn = 0;
+  uint8_t maxDestRdAtomic = 1;
+  uint8_t minRnrTimer = 12;
+  bool global = false;  // GRH: RoCE always, IB only across subnets (not supported here)
+  std::array<uint8_t, 16> dgid{};
+  uint8_t sgidIndex = 0;
+  uint8_t hopLimit = 255;
+  uint16_t dlid = 0;
+  uint8_t port = 1;
+};
+// Ready-to-send: our side's retry behaviour and send PSN.
+struct IbRtsAttrs {
+  uint8_t timeout = 0;
+  uint8_t retryCnt = 0;
+  uint8_t rnrRetry = 0;
+  uint32_t sqPsn = 0;
+  uint8_t maxRdAtomic = 1;
+};
+
+// Fails (ncclRemoteError) when the link layers differ.
+ncclResult_t computeRtrAttrs(const IbConnMeta& local, const IbConnMeta& remote, IbRtrAttrs* out);
+IbRtsAttrs computeRtsAttrs(const IbConnMeta& local, const IbQpKnobs& knobs);
+
+// NCCL_NET_GDR_LEVEL: the farthest GPU-NIC path over which GPU memory is
+// registered directly. Names LOC < PIX < PXB < PHB < SYS (or 0..4). LOC (0)
+// disables GPUDirect RDMA.
+enum class PathType : int { LOC = 0, PIX = 1, PXB = 2, PHB = 3, SYS = 4 };
+// Empty: the default (PXB). false on garbage.
+bool parseGdrLevel(const std::string& text, PathType* level);
+bool gdrAllowed(PathType level, PathType gpuToNic);
+
+// Kernel support for registering GPU memory with ibv_reg_mr (nvidia-peermem
+// or the older nv_peer_mem), looked up under `sysRoot` ("/sys" normally).
+bool peerMemoryLoaded(const std::string& sysRoot);
+
+}  // namespace chorus::ib

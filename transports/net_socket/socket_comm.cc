@@ -1,0 +1,213 @@
+// Control-stream progress of a socket connection. Messages are handled
+// strictly in posting order: the control stage of message k+1 starts only
+// once message k's header (and inline payload) has moved, and the receiver
+// expects headers in the order its receives were posted.
+#include "transports/net_socket/socket_comm.h"
+
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/params.h"
+#include "core/result.h"
+
+namespace chorus::sock {
+
+SocketComm::SocketComm(bool send, ForkClosedFd ctrl, std::vector<ForkClosedFd> data, uint32_t nthreads, uint32_t nsocks,
+                       std::string remote)
+    : send_(send), ctrl_(std::move(ctrl)), data_(std::move(data)), remote_(std::move(remote)) {
+  int64_t inlineBytes = params::socketInlineBytes();
+  inlineBytes_ = inlineBytes < 0 ? 0 : static_cast<size_t>(inlineBytes);
+  if (!data_.empty()) helpers_ = std::make_unique<StreamHelpers>(this, send, nthreads, nsocks);
+}
+
+SocketComm::~SocketComm() {
+  // Wake helpers blocked in poll() at once, then join them before the
+  // requests their parts point into go away.
+  for (ForkClosedFd& fd : data_) shutdown(fd.get(), SHUT_RDWR);
+  if (helpers_) helpers_->stop();
+}
+
+void SocketComm::setError(const std::string& message, bool orderly) {
+  std::lock_guard<std::mutex> lock(errorMu_);
+  if (errorState_.load(std::memory_order_relaxed) != 0) return;
+  errorMessage_ = message;
+  errorState_.store(orderly ? 2 : 1, std::memory_order_release);
+}
+
+ncclResult_t SocketComm::reportError() {
+  std::lock_guard<std::mutex> lock(errorMu_);
+  if (errorState_.load(std::memory_order_relaxed) == 2)
+    return failQuiet(ncclRemoteError, kLogNet, "%s", errorMessage_.c_str());
+  return fail(ncclRemoteError, "%s", errorMessage_.c_str());
+}
+
+void SocketComm::streamError(const char* what, int err) {
+  setError("socket: connection " + std::string(send_ ? "to " : "from ") + remote_ + " broken (" + what + "): " +
+               (err == 0 ? "closed by the peer without an orderly goodbye (peer process died?)" : strerror(err)),
+           false);
+}
+
+ncclResult_t SocketComm::post(void* data, size_t size, int tag, void** request) {
+  *request = nullptr;
+  if (failed()) return reportError();
+  auto req = std::make_unique<Request>();
+  req->comm = this;
+  req->send = send_;
+  req->data = static_cast<char*>(data);
+  req->capacity = size;
+  req->tag = static_cast<uint32_t>(tag);
+  if (send_) {
+    req->size = size;
+    req->header.tag = req->tag;
+    req->header.size = size;
+    req->header.flags = (data_.empty() || size <= inlineBytes_) ? kHeaderInline : 0;
+  }
+  Request* raw = req.get();
+  live_.push_back(std::move(req));
+  raw->self = std::prev(live_.end());
+  ctrlQueue_.push_back(raw);
+  progress();  // small messages usually leave right here
+  *request = raw;
+  return ncclSuccess;
+}
+
+ncclResult_t SocketComm::test(Request* req, int* done, size_t* size) {
+  *done = 0;
+  progress();
+  if (req->ctrlFinished && req->partsLeft.load(std::memory_order_acquire) == 0) {
+    if (req->partFailed.load(std::memory_order_relaxed)) return reportError();
+    *done = 1;
+    if (size != nullptr) *size = req->size;
+    live_.erase(req->self);
+    return ncclSuccess;
+  }
+  if (failed()) return reportError();
+  return ncclSuccess;
+}
+
+void SocketComm::progress() {
+  while (!ctrlQueue_.empty() && !failed()) {
+    Request& r = *ctrlQueue_.front();
+    if (!(r.send ? stepSend(r) : stepRecv(r))) return;
+    r.ctrlFinished = true;
+    ctrlQueue_.pop_front();
+  }
+}
+
+void SocketComm::dispatchParts(Request& r) {
+  const auto nparts = static_cast<uint32_t>(data_.size());
+  int nonEmpty = 0;
+  for (uint32_t i = 0; i < nparts; ++i) {
+    size_t off = 0, bytes = 0;
+    splitMessage(r.size, nparts, i, &off, &bytes);
+    if (bytes > 0) ++nonEmpty;
+  }
+  r.partsLeft.store(nonEmpty, std::memory_order_release);
+  for (uint32_t i = 0; i < nparts; ++i) {
+    size_t off = 0, bytes = 0;
+    splitMessage(r.size, nparts, i, &off, &bytes);
+    if (bytes > 0) helpers_->queue(i, Part{&r, r.data + off, bytes, 0});
+  }
+}
+
+bool SocketComm::stepSend(Request& r) {
+  const bool isInline = (r.header.flags & kHeaderInline) != 0;
+  const size_t total = sizeof(MessageHeader) + (isInline ? r.size : 0);
+  while (r.ctrlDone < total) {
+    iovec iov[2];
+    int n = 0;
+    if (r.ctrlDone < sizeof(MessageHeader))
+      iov[n++] = {reinterpret_cast<char*>(&r.header) + r.ctrlDone, sizeof(MessageHeader) - r.ctrlDone};
+    if (isInline && r.size > 0) {
+      const size_t payloadDone = r.ctrlDone > sizeof(MessageHeader) ? r.ctrlDone - sizeof(MessageHeader) : 0;
+      iov[n++] = {r.data + payloadDone, r.size - payloadDone};
+    }
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = static_cast<size_t>(n);
+    ssize_t w = sendmsg(ctrl_.get(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (w > 0) {
+      r.ctrlDone += static_cast<size_t>(w);
+      continue;
+    }
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return false;
+    streamError("control stream", w < 0 ? errno : EPIPE);
+    return false;
+  }
+  if (!isInline) dispatchParts(r);
+  return true;
+}
+
+// Validates a complete header; false (with the error recorded) if it cannot be taken.
+bool SocketComm::acceptHeader(Request& r) {
+  if (r.header.flags & kHeaderGoodbye) {
+    setError("socket: connection from " + remote_ + " closed by the peer", true);
+    return false;
+  }
+  if (r.header.tag != r.tag) {
+    setError("socket: connection from " + remote_ + ": message with tag " + std::to_string(r.header.tag) +
+                 " arrived while the oldest posted receive expects tag " + std::to_string(r.tag) +
+                 " (sends and receives must be posted in the same order)",
+             false);
+    return false;
+  }
+  if (r.header.size > r.capacity) {
+    setError("socket: connection from " + remote_ + ": " + std::to_string(r.header.size) + "-byte message for a " +
+                 std::to_string(r.capacity) + "-byte receive",
+             false);
+    return false;
+  }
+  if (!(r.header.flags & kHeaderInline) && data_.empty()) {
+    setError("socket: connection from " + remote_ + ": peer split a message over data streams this side lacks", false);
+    return false;
+  }
+  r.size = r.header.size;
+  return true;
+}
+
+bool SocketComm::stepRecv(Request& r) {
+  for (;;) {
+    char* dst = nullptr;
+    size_t want = 0;
+    if (r.ctrlDone < sizeof(MessageHeader)) {
+      dst = reinterpret_cast<char*>(&r.header) + r.ctrlDone;
+      want = sizeof(MessageHeader) - r.ctrlDone;
+    } else {
+      if (!r.headerAccepted) {
+        if (!acceptHeader(r)) return false;
+        r.headerAccepted = true;
+      }
+      if (!(r.header.flags & kHeaderInline)) {
+        dispatchParts(r);
+        return true;
+      }
+      const size_t payloadDone = r.ctrlDone - sizeof(MessageHeader);
+      if (payloadDone == r.size) return true;
+      dst = r.data + payloadDone;
+      want = r.size - payloadDone;
+    }
+    ssize_t got = recv(ctrl_.get(), dst, want, MSG_DONTWAIT);
+    if (got > 0) {
+      r.ctrlDone += static_cast<size_t>(got);
+      continue;
+    }
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return false;
+    streamError("control stream", got < 0 ? errno : 0);
+    return false;
+  }
+}
+
+void SocketComm::sayGoodbye() {
+  if (!send_ || failed()) return;
+  for (Request* r : ctrlQueue_)
+    if (r->ctrlDone != 0) return;  // mid-message: the receiver will see the stream end instead
+  MessageHeader bye{0, kHeaderGoodbye, 0};
+  (void)send(ctrl_.get(), &bye, sizeof(bye), MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+}  // namespace chorus::sock

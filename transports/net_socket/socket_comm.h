@@ -1,0 +1,128 @@
+// One socket-backend connection (either direction): its control stream, its
+// data streams with their helper threads, and the messages in flight.
+//
+// Threading: the owner (the net proxy) calls post/test/close; helper threads
+// touch only the parts queued to them and the error record. Requests live in
+// the comm until test() reports them done (then they are freed) or the comm
+// is closed.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bootstrap/socket.h"
+#include "nccl.h"
+#include "transports/net_socket/socket_wire.h"
+
+namespace chorus::sock {
+
+class SocketComm;
+
+struct Request {
+  SocketComm* comm = nullptr;
+  bool send = false;
+  char* data = nullptr;
+  size_t capacity = 0;  // receive: the posted size; send: the message size
+  uint32_t tag = 0;
+  MessageHeader header{};
+  size_t ctrlDone = 0;          // bytes of header (+ inline payload) moved on the control stream
+  bool headerAccepted = false;  // receive: header validated
+  bool ctrlFinished = false;
+  size_t size = 0;  // bytes of the message (receive: known once the header arrived)
+  std::atomic<int> partsLeft{0};
+  std::atomic<bool> partFailed{false};
+  std::list<std::unique_ptr<Request>>::iterator self;
+};
+
+// A contiguous piece of one large message on one data stream.
+struct Part {
+  Request* req = nullptr;
+  char* data = nullptr;
+  size_t bytes = 0;
+  size_t done = 0;
+};
+
+// nthreads threads; thread t owns data streams [t*nsocks, (t+1)*nsocks) and
+// moves the parts queued on them with non-blocking I/O, sleeping in poll()
+// while its sockets are not ready and on a condition variable while it has
+// nothing queued.
+class StreamHelpers {
+ public:
+  StreamHelpers(SocketComm* comm, bool send, uint32_t nthreads, uint32_t nsocks);
+  ~StreamHelpers();
+  StreamHelpers(const StreamHelpers&) = delete;
+  StreamHelpers& operator=(const StreamHelpers&) = delete;
+  void queue(uint32_t stream, const Part& part);
+  // Stops and joins the threads (parts still queued are abandoned).
+  void stop();
+
+ private:
+  struct Worker {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::vector<std::deque<Part>> queues;  // one per owned stream
+    uint32_t firstStream = 0;
+    std::thread thread;
+  };
+  void run(Worker& w);
+  bool moveOne(Worker& w, uint32_t local);  // true when bytes moved or a part ended
+  void finishPart(Worker& w, uint32_t local, bool ok);
+  void waitReady(Worker& w);
+
+  SocketComm* comm_;
+  bool send_;
+  uint32_t nsocks_;
+  std::atomic<bool> stop_{false};
+  std::vector<std::unique_ptr<Worker>> workers_;
+};
+
+class SocketComm {
+ public:
+  SocketComm(bool send, ForkClosedFd ctrl, std::vector<ForkClosedFd> data, uint32_t nthreads, uint32_t nsocks,
+             std::string remote);
+  ~SocketComm();
+  SocketComm(const SocketComm&) = delete;
+  SocketComm& operator=(const SocketComm&) = delete;
+
+  ncclResult_t post(void* data, size_t size, int tag, void** request);
+  ncclResult_t test(Request* req, int* done, size_t* size);
+  // Best effort: tells the receiver no message follows (skipped mid-message).
+  void sayGoodbye();
+
+  // First error wins. `orderly`: the peer closed on purpose (logged at INFO).
+  void setError(const std::string& message, bool orderly);
+  bool failed() const { return errorState_.load(std::memory_order_acquire) != 0; }
+  int dataFd(uint32_t stream) const { return data_[stream].get(); }
+  const std::string& remote() const { return remote_; }
+
+ private:
+  ncclResult_t reportError();
+  void progress();
+  bool stepSend(Request& r);  // true when the control stage finished
+  bool stepRecv(Request& r);
+  bool acceptHeader(Request& r);
+  void dispatchParts(Request& r);
+  void streamError(const char* what, int err);
+
+  bool send_;
+  ForkClosedFd ctrl_;
+  std::vector<ForkClosedFd> data_;
+  std::string remote_;
+  size_t inlineBytes_;
+  std::unique_ptr<StreamHelpers> helpers_;
+  std::list<std::unique_ptr<Request>> live_;
+  std::deque<Request*> ctrlQueue_;  // requests whose control stage is not finished, in order
+  std::atomic<int> errorState_{0};  // 0 healthy, 1 failed, 2 closed by the peer
+  std::mutex errorMu_;
+  std::string errorMessage_;
+};
+
+}  // namespace chorus::sock

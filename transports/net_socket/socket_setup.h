@@ -1,0 +1,33 @@
+// Connection setup of the socket backend: the devices (interfaces), listen,
+// connect (streams + hellos) and the non-blocking accept that groups a
+// sender's streams into one connection.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bootstrap/socket.h"
+#include "nccl.h"
+#include "transports/net_socket/socket_comm.h"
+
+namespace chorus::sock {
+
+struct Device {
+  std::string name;
+  SockAddr addr;
+  std::string pciPath;  // empty when the interface has no PCI device (loopback, bridges)
+  int speedMbps = 0;
+};
+
+// The interfaces NCCL_SOCKET_IFNAME / NCCL_SOCKET_FAMILY allow now;
+// re-enumerated when either variable changes. The list stays valid for the
+// process's lifetime (property strings point into it).
+ncclResult_t currentDevices(std::shared_ptr<const std::vector<Device>>* out);
+
+ncclResult_t listenOn(int dev, void* handle, void** listenComm);
+ncclResult_t connectTo(int dev, const void* handle, void** sendComm);
+ncclResult_t acceptFrom(void* listenComm, void** recvComm);
+void closeListener(void* listenComm);
+
+}  // namespace chorus::sock
