@@ -51,6 +51,26 @@ netns_create() {
       ip netns exec "$sw" tc qdisc add dev "p$i" root tbf rate "$rate" burst 1mbit latency 100ms
     fi
   done
+  netns_wait_ready "$prefix" "$nnodes"
+}
+
+# Links come up asynchronously: a launcher that lists interfaces before the
+# node's cnet0 reports carrier (operstate UP) or before its bridge port is
+# forwarding may find no usable network. Wait, boundedly, for both.
+netns_wait_ready() {
+  local prefix=$1 nnodes=$2 i deadline=$((SECONDS + 10))
+  for ((i = 0; i < nnodes; i++)); do
+    until ip -n "$prefix-n$i" -o link show cnet0 | grep -q "state UP" &&
+      ip -n "$prefix-sw" -d -o link show "p$i" | grep -q "bridge_slave state forwarding"; do
+      if ((SECONDS > deadline)); then
+        echo "netns: node $i link not ready after 10 s:" >&2
+        ip -n "$prefix-n$i" -o link show cnet0 >&2
+        ip -n "$prefix-sw" -d -o link show "p$i" >&2
+        return 1
+      fi
+      sleep 0.05
+    done
+  done
 }
 
 netns_run() {
