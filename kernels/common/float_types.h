@@ -7,9 +7,12 @@
 // reduce_ops.h), which is exact for every product and sum of two values of
 // these formats before the single rounding on the way back.
 //
-// Conversions to the narrow formats round to nearest, ties to even, and are
-// written with integer operations only, so host and device produce the same
-// bits:
+// Conversions to the narrow formats round to nearest, ties to even. The host
+// side is written with integer operations; the device side uses the GPU's
+// conversion instructions (cvt.rn.*, sm_80+ for bf16, sm_89+ for fp8, the
+// integer code below that), which round the same way, so finite values and
+// infinities give the same bits on both sides (tests/gpu checks it); only
+// NaN payloads may differ (a NaN stays a NaN):
 //   half  (IEEE binary16)  overflow rounds to infinity, NaN stays NaN (quiet).
 //   bf16                   overflow rounds to infinity, NaN stays NaN (quiet).
 //   fp8 e4m3 ("fn")        no infinities; max finite 448; NaN is S.1111.111.
@@ -101,6 +104,11 @@ CHORUS_HD CHORUS_INLINE float decodeMagnitude(uint32_t e, uint32_t m) {
 // ---- fp32 -> narrow ---------------------------------------------------------
 
 CHORUS_HD CHORUS_INLINE half_t floatToHalf(float f) {
+#if CHORUS_DEVICE_PASS
+  uint16_t h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return half_t{h};
+#endif
   const uint32_t u = fp::floatBits(f);
   const uint32_t sign = (u >> 16) & 0x8000u;
   const uint32_t a = u & 0x7fffffffu;
@@ -110,6 +118,11 @@ CHORUS_HD CHORUS_INLINE half_t floatToHalf(float f) {
 }
 
 CHORUS_HD CHORUS_INLINE bf16_t floatToBf16(float f) {
+#if CHORUS_DEVICE_PASS && __CUDA_ARCH__ >= 800
+  uint16_t h;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return bf16_t{h};
+#endif
   const uint32_t u = fp::floatBits(f);
   // Same exponent range as fp32: only the mantissa is rounded; overflow
   // carries into the exponent and ends at infinity, as IEEE requires.
@@ -120,6 +133,11 @@ CHORUS_HD CHORUS_INLINE bf16_t floatToBf16(float f) {
 }
 
 CHORUS_HD CHORUS_INLINE fp8e4m3_t floatToFp8e4m3(float f) {
+#if CHORUS_DEVICE_PASS && __CUDA_ARCH__ >= 890
+  uint16_t pair;
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(pair) : "f"(0.0f), "f"(f));
+  return fp8e4m3_t{uint8_t(pair & 0xffu)};
+#endif
   const uint32_t u = fp::floatBits(f);
   const uint32_t sign = (u >> 24) & 0x80u;
   const uint32_t a = u & 0x7fffffffu;
@@ -129,6 +147,13 @@ CHORUS_HD CHORUS_INLINE fp8e4m3_t floatToFp8e4m3(float f) {
 }
 
 CHORUS_HD CHORUS_INLINE fp8e5m2_t floatToFp8e5m2(float f) {
+#if CHORUS_DEVICE_PASS && __CUDA_ARCH__ >= 890
+  // satfinite also turns infinities into the largest finite value; e5m2 keeps them.
+  if (isinf(f)) return fp8e5m2_t{uint8_t(f < 0 ? 0xfcu : 0x7cu)};
+  uint16_t pair;
+  asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(pair) : "f"(0.0f), "f"(f));
+  return fp8e5m2_t{uint8_t(pair & 0xffu)};
+#endif
   const uint32_t u = fp::floatBits(f);
   const uint32_t sign = (u >> 24) & 0x80u;
   const uint32_t a = u & 0x7fffffffu;
@@ -141,6 +166,11 @@ CHORUS_HD CHORUS_INLINE fp8e5m2_t floatToFp8e5m2(float f) {
 // ---- narrow -> fp32 (always exact) -----------------------------------------
 
 CHORUS_HD CHORUS_INLINE float halfToFloat(half_t h) {
+#if CHORUS_DEVICE_PASS
+  float r;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(r) : "h"(h.bits));
+  return r;
+#endif
   const uint32_t sign = uint32_t(h.bits & 0x8000u) << 16;
   const uint32_t e = (h.bits >> 10) & 0x1fu;
   const uint32_t m = h.bits & 0x3ffu;
@@ -151,6 +181,11 @@ CHORUS_HD CHORUS_INLINE float halfToFloat(half_t h) {
 CHORUS_HD CHORUS_INLINE float bf16ToFloat(bf16_t h) { return fp::bitsFloat(uint32_t(h.bits) << 16); }
 
 CHORUS_HD CHORUS_INLINE float fp8e4m3ToFloat(fp8e4m3_t v) {
+#if CHORUS_DEVICE_PASS && __CUDA_ARCH__ >= 890
+  uint32_t halves;
+  asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(halves) : "h"(uint16_t(v.bits)));
+  return halfToFloat(half_t{uint16_t(halves & 0xffffu)});
+#endif
   const uint32_t sign = uint32_t(v.bits & 0x80u) << 24;
   const uint32_t a = v.bits & 0x7fu;
   if (a == 0x7f) return fp::bitsFloat(sign | 0x7fc00000u);

@@ -11,11 +11,10 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/common/reduce_kind.h"
 #include "nccl.h"
 
 namespace chorus {
-
-enum class ReduceKind : uint8_t { Sum, Prod, Max, Min, PreMulSum, SumPostDiv };
 
 struct ReduceSpec {
   ncclDataType_t type;

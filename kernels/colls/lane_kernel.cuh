@@ -1,0 +1,200 @@
+// The lane kernel: runs a lane plan (kernels/lane_plan.h) with one thread
+// block per lane. It is the device twin of progressLane() in
+// src/host/step_exec.cc: the same pieces, the same operands combined in the
+// same order, so a schedule gives bit-identical results on both executors.
+//
+// Per piece, thread 0 waits for the connectors (bounded by Waiter), the block
+// synchronizes, every thread combines its share of the piece, the block
+// synchronizes again, and thread 0 publishes and frees slots. With the LL
+// protocol the receive side is polled by all threads on their own lines and
+// the piece is staged in shared memory, which is what makes it cheap for the
+// small messages it is used for.
+//
+// All blocks of a launch must be co-resident (a lane may wait for another
+// lane of the same launch); the executor sizes launches accordingly.
+#pragma once
+
+#include "kernels/launch.h"
+#include "kernels/primitives/elementwise.cuh"
+#include "kernels/primitives/fifo_device.cuh"
+#include "kernels/primitives/functor_of.cuh"
+
+namespace chorus::dev {
+
+inline constexpr int kLaneMaxThreads = 512;
+
+// The combination a step asks for, with the run-time flags turned into
+// template arguments. Only PreMulSum has pre flags and only SumPostDiv a post
+// flag; for the other kinds they are identities and are not instantiated.
+template <typename T, ReduceKind K, bool CgA, bool CgB, typename Fn>
+__device__ __forceinline__ void reduceAs(const Fn& fn, T* dst, const T* a, bool preA, const T* b, bool preB, size_t n,
+                                         bool post) {
+  const size_t first = threadIdx.x, stride = blockDim.x;
+  if constexpr (K == ReduceKind::PreMulSum) {
+    if (preA && preB)
+      combineRange<true, true, false, CgA, CgB>(fn, dst, a, b, n, first, stride);
+    else if (preA)
+      combineRange<true, false, false, CgA, CgB>(fn, dst, a, b, n, first, stride);
+    else if (preB)
+      combineRange<false, true, false, CgA, CgB>(fn, dst, a, b, n, first, stride);
+    else
+      combineRange<false, false, false, CgA, CgB>(fn, dst, a, b, n, first, stride);
+  } else if constexpr (K == ReduceKind::SumPostDiv) {
+    if (post)
+      combineRange<false, false, true, CgA, CgB>(fn, dst, a, b, n, first, stride);
+    else
+      combineRange<false, false, false, CgA, CgB>(fn, dst, a, b, n, first, stride);
+  } else {
+    combineRange<false, false, false, CgA, CgB>(fn, dst, a, b, n, first, stride);
+  }
+}
+
+// The piece's value into `target`, from received pieces r0/r1 (Cg: in
+// connector slots) and the local input src; mirrors combine() of the host.
+template <typename T, ReduceKind K, bool Cg, typename Fn>
+__device__ void combinePiece(const Fn& fn, const DevStep& s, T* target, const T* r0, const T* r1, const T* src,
+                             size_t n) {
+  const bool pre = s.preSrc != 0, post = s.post != 0;
+  if (s.nRecv == 0) {
+    reduceAs<T, K, false, false>(fn, target, src, pre, static_cast<const T*>(nullptr), false, n, post);
+  } else if (s.nRecv == 1 && src == nullptr) {
+    reduceAs<T, K, Cg, false>(fn, target, r0, false, static_cast<const T*>(nullptr), false, n, post);
+  } else if (s.nRecv == 1) {
+    reduceAs<T, K, Cg, false>(fn, target, r0, false, src, pre, n, post);
+  } else if (src == nullptr) {
+    reduceAs<T, K, Cg, Cg>(fn, target, r0, false, r1, false, n, post);
+  } else {
+    reduceAs<T, K, Cg, Cg>(fn, target, r0, false, r1, false, n, false);
+    __syncthreads();
+    reduceAs<T, K, false, false>(fn, target, target, false, src, pre, n, post);
+  }
+}
+
+template <typename T>
+__device__ __forceinline__ void copyPiece(T* dst, const T* src, size_t n) {
+  FuncSum<T> identity;
+  combineRange<false, false, false>(identity, dst, src, static_cast<const T*>(nullptr), n, threadIdx.x, blockDim.x);
+}
+
+struct LaneShared {
+  int failed;
+  alignas(16) uint32_t stage[3][kLLMaxPieceBytes / 4];  // LL: two received pieces and the result
+};
+
+// The slot at a connector end's current position.
+template <typename T>
+__device__ __forceinline__ T* currentSlot(const LaneLaunch& L, int fifo) {
+  const DevFifo& f = L.fifos[fifo];
+  return reinterpret_cast<T*>(slotAt(f, *f.position));
+}
+
+// Thread 0: waits for the step's send slots to be free and, with Simple
+// (waitRecvs), for its receive slots to be filled. False on failure.
+__device__ inline bool waitConnectors(const LaneLaunch& L, const DevStep& s, uint32_t bytes, bool waitRecvs,
+                                      Waiter& w) {
+  for (int i = 0; waitRecvs && i < s.nRecv; ++i)
+    if (!waitFilled(L.fifos[s.recv[i]], bytes, w, L)) return false;
+  for (int i = 0; i < s.nSend; ++i)
+    if (!waitEmpty(L.fifos[s.send[i]], w)) return false;
+  return true;
+}
+
+// One Simple piece. False when the launch must stop.
+template <typename T, ReduceKind K, typename Fn>
+__device__ bool simplePiece(const LaneLaunch& L, const Fn& fn, const DevStep& s, size_t done, size_t n, LaneShared& sh,
+                            Waiter& w) {
+  const uint32_t bytes = static_cast<uint32_t>(n * sizeof(T));
+  if (threadIdx.x == 0 && !waitConnectors(L, s, bytes, true, w)) sh.failed = 1;
+  __syncthreads();
+  if (sh.failed) return false;
+  const T* r0 = s.nRecv > 0 ? currentSlot<T>(L, s.recv[0]) : nullptr;
+  const T* r1 = s.nRecv > 1 ? currentSlot<T>(L, s.recv[1]) : nullptr;
+  const T* src = s.src ? static_cast<const T*>(s.src) + done : nullptr;
+  T* dst = s.dst ? static_cast<T*>(s.dst) + done : nullptr;
+  // Compute into the local output when there is one (send slots may be in a
+  // peer's memory, slow to read back), else into the first send slot.
+  T* target = dst ? dst : currentSlot<T>(L, s.send[0]);
+  combinePiece<T, K, true>(fn, s, target, r0, r1, src, n);
+  __syncthreads();
+  for (int i = (dst ? 0 : 1); i < s.nSend; ++i) copyPiece(currentSlot<T>(L, s.send[i]), target, n);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < s.nSend; ++i) publishSimple(L.fifos[s.send[i]], bytes);
+    for (int i = 0; i < s.nRecv; ++i) releaseSlot(L.fifos[s.recv[i]]);
+  }
+  return true;
+}
+
+// One LL piece (bytes <= kLLMaxPieceBytes). False when the launch must stop.
+template <typename T, ReduceKind K, typename Fn>
+__device__ bool llPiece(const LaneLaunch& L, const Fn& fn, const DevStep& s, size_t done, size_t n, LaneShared& sh,
+                        Waiter& w) {
+  const uint32_t bytes = static_cast<uint32_t>(n * sizeof(T));
+  if (threadIdx.x == 0 && !waitConnectors(L, s, bytes, false, w)) sh.failed = 1;
+  bool ok = true;
+  for (int i = 0; i < s.nRecv && ok; ++i) {
+    const DevFifo& f = L.fifos[s.recv[i]];
+    ok = llRead(f, *f.position, sh.stage[i], bytes, w);
+  }
+  if (!ok) atomicExch(&sh.failed, 1);
+  __syncthreads();
+  if (sh.failed) return false;
+  const T* src = s.src ? static_cast<const T*>(s.src) + done : nullptr;
+  T* dst = s.dst ? static_cast<T*>(s.dst) + done : nullptr;
+  T* out = reinterpret_cast<T*>(sh.stage[2]);
+  if (s.nSend == 0) out = dst;  // nothing to pack: write the output directly
+  // Zero the padding of the last 4-byte word so lines carry defined bytes.
+  if (s.nSend > 0 && threadIdx.x == 0 && bytes % 4 != 0) sh.stage[2][bytes / 4] = 0;
+  __syncthreads();
+  combinePiece<T, K, false>(fn, s, out, reinterpret_cast<const T*>(sh.stage[0]),
+                            reinterpret_cast<const T*>(sh.stage[1]), src, n);
+  __syncthreads();
+  if (s.nSend > 0) {
+    if (dst) copyPiece(dst, out, n);
+    for (int i = 0; i < s.nSend; ++i) {
+      const DevFifo& f = L.fifos[s.send[i]];
+      llWrite(f, *f.position, sh.stage[2], bytes);
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < s.nSend; ++i) advanceLL(L.fifos[s.send[i]]);
+    for (int i = 0; i < s.nRecv; ++i) releaseSlot(L.fifos[s.recv[i]]);
+  }
+  return true;
+}
+
+template <typename T, ReduceKind K>
+__global__ void __launch_bounds__(kLaneMaxThreads) laneKernel(LaneLaunch L) {
+  __shared__ LaneShared sh;
+  if (threadIdx.x == 0) sh.failed = 0;
+  __syncthreads();
+  const DevLane lane = L.lanes[blockIdx.x];
+  const auto fn = FunctorOf<T, K>::make(L.scalar, L.divisor);
+  Waiter w(L, &sh.failed);
+  for (uint32_t k = 0; k < lane.nSteps; ++k) {
+    const DevStep s = L.steps[lane.firstStep + k];
+    const bool moves = s.nRecv + s.nSend > 0;
+    const size_t perPiece = size_t(lane.pieceBytes) / sizeof(T);
+    const size_t pieceElems = moves ? (perPiece > 0 ? perPiece : 1) : size_t(s.count);
+    for (size_t done = 0; done < s.count;) {
+      const size_t left = size_t(s.count) - done;
+      const size_t n = pieceElems < left ? pieceElems : left;
+      const bool ok = lane.protocol == Protocol::LL ? llPiece<T, K>(L, fn, s, done, n, sh, w)
+                                                    : simplePiece<T, K>(L, fn, s, done, n, sh, w);
+      if (!ok) return;
+      done += n;
+      __syncthreads();  // thread 0 advanced positions; everyone reads them next piece
+    }
+  }
+}
+
+template <typename T, ReduceKind K>
+cudaError_t launchLanesKind(const LaneLaunch& L, cudaStream_t stream) {
+  if (L.nLanes <= 0) return cudaSuccess;
+  if (L.threads <= 0 || L.threads > kLaneMaxThreads || L.threads % 32 != 0) return cudaErrorInvalidValue;
+  laneKernel<T, K><<<L.nLanes, L.threads, 0, stream>>>(L);
+  return cudaGetLastError();
+}
+
+}  // namespace chorus::dev

@@ -1,0 +1,53 @@
+// Host-side entry points of the CUDA kernels (compiled only when
+// CHORUS_ENABLE_CUDA is on). Callers are host C++ files of the GPU executor,
+// tests and benchmarks; nothing here needs nvcc.
+//
+// Which (datatype, reduction) pairs have kernels is decided at configure time
+// by CHORUS_KERNEL_FILTER (see kernels/README.md): a development build can
+// compile a few instances, a release build compiles all. Asking for an
+// instance that was filtered out returns cudaErrorNotSupported, never a
+// silent wrong result.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+
+#include "kernels/common/reduce_kind.h"
+#include "kernels/lane_plan.h"
+#include "nccl.h"
+
+namespace chorus::dev {
+
+// dst[i] = post?(pre_a?(a[i]) (+) pre_b?(b[i])) over `count` elements; b may
+// be null (then dst[i] = post?(pre_a?(a[i]))). Pointers are device (or
+// device-accessible) memory; dst may equal a or b.
+struct ReduceLaunch {
+  ncclDataType_t type = ncclFloat32;
+  ReduceKind kind = ReduceKind::Sum;
+  bool preA = false;
+  bool preB = false;
+  bool post = false;
+  const void* scalar = nullptr;  // PreMulSum: device pointer to one element of `type`
+  int divisor = 1;               // SumPostDiv: the rank count
+  void* dst = nullptr;
+  const void* a = nullptr;
+  const void* b = nullptr;
+  size_t count = 0;
+  int maxBlocks = 0;  // 0: enough blocks to fill the device once
+};
+
+cudaError_t launchReduce(const ReduceLaunch& args, cudaStream_t stream);
+
+// Runs a lane plan (kernels/lane_plan.h): one block per lane, all blocks
+// co-resident. The caller checks LaneLaunch::status after the stream
+// synchronizes (or from a host callback) to learn about aborts and timeouts.
+cudaError_t launchLanes(const LaneLaunch& args, cudaStream_t stream);
+
+// Whether this build has the kernels for (type, kind).
+bool kernelCompiled(ncclDataType_t type, ReduceKind kind);
+
+// The filter this build was configured with, e.g. "all" or "f32:sum,bf16:*".
+const char* kernelFilter();
+
+}  // namespace chorus::dev

@@ -1,0 +1,113 @@
+// Elementwise combine of up to two inputs into one output, spread over the
+// threads of a block (or of a grid): the device counterpart of the host loops
+// in src/host/host_reduce*.cc, with the same per-element semantics because
+// both call the functors of kernels/common/reduce_ops.h.
+//
+// Bandwidth comes from 16-byte accesses: when every pointer is 16-byte
+// aligned, each thread loads kUnroll 16-byte packs of each input before it
+// computes and stores any, so kUnroll x 2 loads are in flight per thread. The
+// ragged end (and unaligned buffers) fall back to one element per thread.
+// `stride`/`first` let a caller use the block (first = threadIdx.x, stride =
+// blockDim.x) or the whole grid. CgA/CgB select L1-bypassing loads for
+// operands that live in connector slots.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "kernels/common/reduce_ops.h"
+
+namespace chorus::dev {
+
+inline constexpr int kUnroll = 4;
+
+template <typename T>
+union Pack16 {
+  static constexpr int kElems = 16 / sizeof(T);
+  uint4 raw;
+  T elem[kElems];
+};
+
+__device__ __forceinline__ bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
+
+// Loads of connector slots bypass L1 (ld.global.cg): the peer rewrites a slot
+// every time it comes round, and L1 is not coherent with those writes.
+template <bool Cg>
+__device__ __forceinline__ uint4 loadPack(const uint4* p) {
+  if constexpr (Cg)
+    return __ldcg(p);
+  else
+    return *p;
+}
+
+template <bool Cg, typename T>
+__device__ __forceinline__ T loadElem(const T* p) {
+  if constexpr (!Cg) {
+    return *p;
+  } else {
+    using Bits =
+        std::conditional_t<sizeof(T) == 1, unsigned char,
+                           std::conditional_t<sizeof(T) == 2, unsigned short,
+                                              std::conditional_t<sizeof(T) == 4, unsigned int, unsigned long long>>>;
+    const Bits bits = __ldcg(reinterpret_cast<const Bits*>(p));
+    T value;
+    memcpy(&value, &bits, sizeof(T));
+    return value;
+  }
+}
+
+// dst[i] = post?(pre_a?(a[i]) (+) pre_b?(b[i])), or, with b == nullptr,
+// dst[i] = post?(pre_a?(a[i])) (a copy when neither flag is set).
+template <bool PreA, bool PreB, bool Post, bool CgA = false, bool CgB = false, typename Fn, typename T>
+__device__ __forceinline__ void combineRange(const Fn& fn, T* dst, const T* a, const T* b, size_t n, size_t first,
+                                             size_t stride) {
+  using P = Pack16<T>;
+  constexpr int E = P::kElems;
+  const bool two = b != nullptr;
+  const bool vec = aligned16(dst) && aligned16(a) && (!two || aligned16(b));
+  const size_t npacks = vec ? n / E : 0;
+  const uint4* a4 = reinterpret_cast<const uint4*>(a);
+  const uint4* b4 = reinterpret_cast<const uint4*>(b);
+  uint4* d4 = reinterpret_cast<uint4*>(dst);
+
+  // Full rounds: every thread has kUnroll packs.
+  const size_t round = stride * kUnroll;
+  size_t base = 0;
+  for (; base + round <= npacks; base += round) {
+    P va[kUnroll], vb[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) va[u].raw = loadPack<CgA>(a4 + base + first + u * stride);
+    if (two) {
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) vb[u].raw = loadPack<CgB>(b4 + base + first + u * stride);
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      P out;
+#pragma unroll
+      for (int e = 0; e < E; ++e)
+        out.elem[e] = two ? applyReduce<PreA, PreB, Post>(fn, va[u].elem[e], vb[u].elem[e])
+                          : applyTransform<PreA, Post>(fn, va[u].elem[e]);
+      d4[base + first + u * stride] = out.raw;
+    }
+  }
+  // Remaining packs, one at a time.
+  for (size_t i = base + first; i < npacks; i += stride) {
+    P va, vb, out;
+    va.raw = loadPack<CgA>(a4 + i);
+    if (two) vb.raw = loadPack<CgB>(b4 + i);
+#pragma unroll
+    for (int e = 0; e < E; ++e)
+      out.elem[e] =
+          two ? applyReduce<PreA, PreB, Post>(fn, va.elem[e], vb.elem[e]) : applyTransform<PreA, Post>(fn, va.elem[e]);
+    d4[i] = out.raw;
+  }
+  // Elements after the last full pack (or all of them when unaligned).
+  for (size_t i = npacks * E + first; i < n; i += stride)
+    dst[i] = two ? applyReduce<PreA, PreB, Post>(fn, loadElem<CgA>(a + i), loadElem<CgB>(b + i))
+                 : applyTransform<PreA, Post>(fn, loadElem<CgA>(a + i));
+}
+
+}  // namespace chorus::dev

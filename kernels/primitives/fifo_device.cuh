@@ -1,0 +1,107 @@
+// The device side of a connector (src/transport/fifo.h has the host side and
+// the slot protocol). Counters are read with system-scope acquire loads and
+// written with system-scope release stores, because the other end may be a
+// kernel on another GPU or a proxy thread on the CPU.
+//
+// Simple: the sender waits for a free slot (tail - head < nslots), the block
+//   fills it, then one thread fences and publishes (sizes[], tail + 1). The
+//   receiver waits for tail > head, checks the size, the block reads the slot
+//   (L1-bypassing loads), then one thread frees it (head + 1).
+// LL: the sender still waits for a free slot, but publishes each 8-byte line
+//   {data, seq} with a single store; the receiver's threads spin on their own
+//   lines until the flag equals seq = position + 1 (slot memory starts zeroed,
+//   and seq grows, so stale lines never match). Only `head` is written.
+#pragma once
+
+#include <cuda/atomic>
+
+#include <cstdint>
+
+#include "kernels/lane_plan.h"
+#include "kernels/primitives/wait.cuh"
+
+namespace chorus::dev {
+
+__device__ __forceinline__ uint64_t loadAcquireSys(uint64_t* p) {
+  return cuda::atomic_ref<uint64_t, cuda::thread_scope_system>(*p).load(cuda::memory_order_acquire);
+}
+__device__ __forceinline__ void storeReleaseSys(uint64_t* p, uint64_t v) {
+  cuda::atomic_ref<uint64_t, cuda::thread_scope_system>(*p).store(v, cuda::memory_order_release);
+}
+
+__device__ __forceinline__ char* slotAt(const DevFifo& f, uint64_t pos) {
+  return f.slots + (pos % f.nslots) * static_cast<size_t>(f.slotBytes);
+}
+
+// Receiver (one thread): waits until the piece at the end's position is
+// published, then checks its size. False on abort/timeout/size mismatch.
+__device__ inline bool waitFilled(const DevFifo& f, uint32_t bytes, Waiter& w, const LaneLaunch& L) {
+  const uint64_t pos = *f.position;
+  while (loadAcquireSys(f.tail) <= pos)
+    if (!w.keepWaiting(f.peer)) return false;
+  const uint32_t got =
+      cuda::atomic_ref<uint32_t, cuda::thread_scope_system>(f.sizes[pos % f.nslots]).load(cuda::memory_order_relaxed);
+  if (got != bytes) {
+    recordFailure(L.status, LaneStatus::SizeMismatch, blockIdx.x, f.peer, got);
+    return false;
+  }
+  return true;
+}
+
+// Sender (one thread): waits until the slot at the end's position is free.
+__device__ inline bool waitEmpty(const DevFifo& f, Waiter& w) {
+  const uint64_t pos = *f.position;
+  while (pos - loadAcquireSys(f.head) >= f.nslots)
+    if (!w.keepWaiting(f.peer)) return false;
+  return true;
+}
+
+// Sender (one thread, after the block filled the slot and synchronized).
+__device__ inline void publishSimple(const DevFifo& f, uint32_t bytes) {
+  const uint64_t pos = *f.position;
+  f.sizes[pos % f.nslots] = bytes;
+  __threadfence_system();
+  storeReleaseSys(f.tail, pos + 1);
+  *f.position = pos + 1;
+}
+
+// Receiver (one thread, after the block consumed the slot and synchronized).
+__device__ inline void releaseSlot(const DevFifo& f) {
+  const uint64_t pos = *f.position;
+  storeReleaseSys(f.head, pos + 1);
+  *f.position = pos + 1;
+}
+
+// Sender of an LL piece (one thread, after the block wrote all lines): only
+// the position moves; the lines carry their own flags.
+__device__ inline void advanceLL(const DevFifo& f) { *f.position += 1; }
+
+__device__ __forceinline__ uint32_t llSeq(uint64_t pos) { return static_cast<uint32_t>(pos + 1); }
+
+// Block-wide: writes `bytes` payload bytes from `stage` (shared memory,
+// 4-byte aligned, zero-padded to a multiple of 4) as LL lines.
+__device__ inline void llWrite(const DevFifo& f, uint64_t pos, const uint32_t* stage, uint32_t bytes) {
+  volatile uint64_t* lines = reinterpret_cast<volatile uint64_t*>(slotAt(f, pos));
+  const uint32_t seq = llSeq(pos);
+  const uint32_t nlines = (bytes + 3) / 4;
+  for (uint32_t j = threadIdx.x; j < nlines; j += blockDim.x) lines[j] = (static_cast<uint64_t>(seq) << 32) | stage[j];
+}
+
+// Block-wide: waits for every line of the piece and copies the payload to
+// `stage`. False if this thread gave up (abort, timeout, or the block failed).
+__device__ inline bool llRead(const DevFifo& f, uint64_t pos, uint32_t* stage, uint32_t bytes, Waiter& w) {
+  const volatile uint64_t* lines = reinterpret_cast<const volatile uint64_t*>(slotAt(f, pos));
+  const uint32_t seq = llSeq(pos);
+  const uint32_t nlines = (bytes + 3) / 4;
+  for (uint32_t j = threadIdx.x; j < nlines; j += blockDim.x) {
+    uint64_t line = lines[j];
+    while (static_cast<uint32_t>(line >> 32) != seq) {
+      if (!w.keepWaiting(f.peer)) return false;
+      line = lines[j];
+    }
+    stage[j] = static_cast<uint32_t>(line);
+  }
+  return true;
+}
+
+}  // namespace chorus::dev

@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""Tests kernels/generate_instances.py: which files a filter produces, what the
+dispatch reports as compiled, and that bad filters fail with a clear message."""
+import os
+import subprocess
+import sys
+import tempfile
+
+GEN = sys.argv[1]
+
+
+def run(filter_text):
+    out = tempfile.mkdtemp()
+    p = subprocess.run([sys.executable, GEN, out, filter_text], capture_output=True, text=True)
+    return p, out
+
+
+def check(cond, what):
+    if not cond:
+        print("FAIL:", what)
+        sys.exit(1)
+    print("ok:", what)
+
+
+p, out = run("all")
+check(p.returncode == 0, "'all' generates")
+names = open(os.path.join(out, "instances.txt")).read().split()
+check(len(names) == 2 * 12 + 1, f"'all': one file per family and type plus dispatch ({len(names)})")
+dispatch = open(os.path.join(out, "dispatch.cu")).read()
+check('return "all"' in dispatch, "'all' is reported by kernelFilter()")
+
+p, out = run("f32:sum, bf16:*")
+check(p.returncode == 0, "a list with a wildcard generates")
+names = sorted(open(os.path.join(out, "instances.txt")).read().split())
+check(names == ["dispatch.cu", "lanes_bf16.cu", "lanes_f32.cu", "reduce_bf16.cu", "reduce_f32.cu"],
+      f"only the selected types get files ({names})")
+f32 = open(os.path.join(out, "reduce_f32.cu")).read()
+check("ReduceKind::Sum>" in f32 and "ReduceKind::Prod>" not in f32, "f32 gets sum only")
+bf16 = open(os.path.join(out, "lanes_bf16.cu")).read()
+check(all(f"ReduceKind::{k}>" in bf16 for k in ["Sum", "Prod", "Max", "Min", "PreMulSum", "SumPostDiv"]),
+      "bf16:* gets every reduction")
+dispatch = open(os.path.join(out, "dispatch.cu")).read()
+check("case ncclFloat64" not in dispatch, "unselected types are not dispatched")
+
+for bad, word in [("f33:sum", "unknown type"), ("f32:plus", "unknown kind"), ("f32", "expected TYPE:KIND"),
+                  (",", "selects nothing")]:
+    p, _ = run(bad)
+    check(p.returncode != 0 and word in p.stderr, f"bad filter '{bad}' fails with '{word}'")
+
+# Re-running with the same filter must not touch the files (no rebuild).
+p, out = run("f32:sum")
+path = os.path.join(out, "reduce_f32.cu")
+before = os.stat(path).st_mtime_ns
+subprocess.run([sys.executable, GEN, out, "f32:sum"], check=True)
+check(os.stat(path).st_mtime_ns == before, "unchanged output is not rewritten")
+print("all generator checks passed")

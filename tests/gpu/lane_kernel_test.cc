@@ -1,0 +1,277 @@
+// The lane kernel (kernels/colls/lane_kernel.cuh) on one GPU: lanes of one
+// launch talk through connectors in device memory, with both protocols. A
+// three-lane chain (send -> recvReduceCopySend -> recvReduce) must produce
+// exactly what the host reduction loops give for the same operand order, with
+// few slots so they wrap many times. Aborts, timeouts and mismatched piece
+// sizes must end the launch with the matching status instead of hanging.
+#include <chrono>
+#include <cstring>
+#include <ostream>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "gpu/gpu_test_util.h"
+#include "host/host_reduce.h"
+#include "kernels/launch.h"
+
+namespace chorus {
+namespace {
+
+using gputest::DeviceBuffer;
+
+// Device memory of one connector: counters, sizes and slots, plus the two
+// ends' position counters.
+struct FifoMemory {
+  struct Control {
+    uint64_t tail, head, sendPos, recvPos;
+    uint32_t sizes[64];
+  };
+  DeviceBuffer control{sizeof(Control)};
+  DeviceBuffer slots;
+  uint32_t slotBytes, nslots;
+  FifoMemory(uint32_t slotBytes_, uint32_t nslots_)
+      : slots(size_t(slotBytes_) * nslots_), slotBytes(slotBytes_), nslots(nslots_) {}
+  dev::DevFifo end(bool sender, int peer) const {
+    auto* c = control.as<Control>();
+    dev::DevFifo f;
+    f.tail = &c->tail;
+    f.head = &c->head;
+    f.sizes = c->sizes;
+    f.slots = slots.as<char>();
+    f.slotBytes = slotBytes;
+    f.nslots = nslots;
+    f.position = sender ? &c->sendPos : &c->recvPos;
+    f.peer = peer;
+    return f;
+  }
+};
+
+// Uploads lanes/steps/fifos and launches; returns the status record.
+struct LaunchResult {
+  cudaError_t launch;
+  cudaError_t sync;
+  dev::LaneStatusRecord status;
+};
+
+LaunchResult runLanes(dev::LaneLaunch L, const std::vector<dev::DevLane>& lanes, const std::vector<dev::DevStep>& steps,
+                      const std::vector<dev::DevFifo>& fifos, volatile int32_t* abortFlag = nullptr,
+                      std::chrono::milliseconds abortAfter = {}) {
+  DeviceBuffer dl(lanes.size() * sizeof(dev::DevLane)), ds(steps.size() * sizeof(dev::DevStep)),
+      df(fifos.size() * sizeof(dev::DevFifo)), dst(sizeof(dev::LaneStatusRecord));
+  dl.upload(lanes.data());
+  ds.upload(steps.data());
+  df.upload(fifos.data());
+  dev::LaneStatusRecord init;
+  dst.upload(&init);
+  L.lanes = dl.as<dev::DevLane>();
+  L.nLanes = static_cast<int>(lanes.size());
+  L.steps = ds.as<dev::DevStep>();
+  L.fifos = df.as<dev::DevFifo>();
+  L.status = dst.as<dev::LaneStatusRecord>();
+  LaunchResult r{};
+  r.launch = dev::launchLanes(L, nullptr);
+  if (abortFlag != nullptr) {
+    std::this_thread::sleep_for(abortAfter);
+    *abortFlag = 1;
+  }
+  r.sync = cudaDeviceSynchronize();
+  dst.download(&r.status);
+  return r;
+}
+
+// A step with at most one receive and one send connector (-1: none).
+dev::DevStep makeStep(int recv, int send, const void* src, void* dst, uint64_t count, bool preSrc, bool post) {
+  dev::DevStep s;
+  if (recv >= 0) s.recv[s.nRecv++] = static_cast<int16_t>(recv);
+  if (send >= 0) s.send[s.nSend++] = static_cast<int16_t>(send);
+  s.src = src;
+  s.dst = dst;
+  s.count = count;
+  s.preSrc = preSrc;
+  s.post = post;
+  return s;
+}
+
+struct ChainCase {
+  ncclDataType_t type;
+  ReduceKind kind;
+  dev::Protocol protocol;
+};
+
+void PrintTo(const ChainCase& c, std::ostream* os) {
+  *os << "type " << c.type << " kind " << int(c.kind) << (c.protocol == dev::Protocol::LL ? " LL" : " Simple");
+}
+
+class LaneChain : public ::testing::TestWithParam<ChainCase> {
+ protected:
+  void SetUp() override { CHORUS_REQUIRE_GPU(); }
+};
+
+TEST_P(LaneChain, MatchesHostReductionOrder) {
+  const auto [type, kind, protocol] = GetParam();
+  if (!dev::kernelCompiled(type, kind)) GTEST_SKIP() << "filtered out of this build: " << dev::kernelFilter();
+  const size_t esz = typeSize(type), n = 100003, bytes = n * esz;
+  std::mt19937 rng(7);
+  std::vector<float> pool(3 * n);
+  for (auto& x : pool) x = float(int(rng() % 17) - 8);  // exact in every float type
+  auto make = [&](int which) {
+    std::vector<uint8_t> v(bytes);
+    // Small integers are exact in every type tested here.
+    for (size_t i = 0; i < n; ++i) {
+      const float f = pool[which * n + i];
+      switch (type) {
+        case ncclFloat32:
+          std::memcpy(&v[i * 4], &f, 4);
+          break;
+        case ncclInt32: {
+          int32_t x = int32_t(f);
+          std::memcpy(&v[i * 4], &x, 4);
+          break;
+        }
+        case ncclBfloat16: {
+          uint32_t u;
+          std::memcpy(&u, &f, 4);
+          uint16_t h = uint16_t(u >> 16);
+          std::memcpy(&v[i * 2], &h, 2);
+          break;
+        }
+        default:
+          break;
+      }
+    }
+    return v;
+  };
+  auto A = make(0), B = make(1), C = make(2);
+  const float two = 2.0f;
+  std::vector<uint8_t> scalar(esz);
+  if (type == ncclFloat32) std::memcpy(scalar.data(), &two, 4);
+  if (type == ncclInt32) {
+    int32_t x = 2;
+    std::memcpy(scalar.data(), &x, 4);
+  }
+  if (type == ncclBfloat16) {
+    uint16_t h = 0x4000;
+    std::memcpy(scalar.data(), &h, 2);
+  }
+
+  DeviceBuffer dA(bytes), dB(bytes), dC(bytes), dOut1(bytes), dOut2(bytes), dScalar(esz);
+  ASSERT_TRUE(dA.upload(A.data()) && dB.upload(B.data()) && dC.upload(C.data()) && dScalar.upload(scalar.data()));
+
+  const uint32_t slotBytes = protocol == dev::Protocol::LL ? 2 * 4096 : 64 * 1024;
+  const uint32_t piece = protocol == dev::Protocol::LL ? 4096 : slotBytes;
+  FifoMemory f01(slotBytes, 2), f12(slotBytes, 2);
+  std::vector<dev::DevFifo> fifos = {f01.end(true, 1), f01.end(false, 0), f12.end(true, 2), f12.end(false, 1)};
+  const bool pre = kind == ReduceKind::PreMulSum, post = kind == ReduceKind::SumPostDiv;
+  std::vector<dev::DevStep> steps = {
+      makeStep(-1, 0, dA.get(), nullptr, n, pre, false),      // send A
+      makeStep(1, 2, dB.get(), dOut1.get(), n, pre, false),   // recv, reduce B, copy out, send
+      makeStep(3, -1, dC.get(), dOut2.get(), n, pre, post)};  // recv, reduce C, out
+  std::vector<dev::DevLane> lanes(3);
+  for (uint32_t i = 0; i < 3; ++i) lanes[i] = {i, 1, piece, protocol};
+
+  dev::LaneLaunch L;
+  L.type = type;
+  L.kind = kind;
+  L.scalar = dScalar.get();
+  L.divisor = 3;
+  L.timeoutNs = 20ull * 1000 * 1000 * 1000;
+  const LaunchResult r = runLanes(L, lanes, steps, fifos);
+  ASSERT_EQ(r.launch, cudaSuccess);
+  ASSERT_EQ(r.sync, cudaSuccess);
+  ASSERT_EQ(r.status.status, 0) << "lane " << r.status.lane << " peer " << r.status.peer;
+
+  // The host's order: lane 0 sends pre(A); lane 1: r (+) pre(B); lane 2: post(r (+) pre(C)).
+  ReduceSpec spec{type, kind, scalar.data(), 3};
+  std::vector<uint8_t> sent(bytes), want1(bytes), want2(bytes), got1(bytes), got2(bytes);
+  host::transform(spec, sent.data(), A.data(), pre, n, false);
+  host::reduce(spec, want1.data(), sent.data(), false, B.data(), pre, n, false);
+  host::reduce(spec, want2.data(), want1.data(), false, C.data(), pre, n, post);
+  ASSERT_TRUE(dOut1.download(got1.data()) && dOut2.download(got2.data()));
+  EXPECT_EQ(std::memcmp(got1.data(), want1.data(), bytes), 0);
+  EXPECT_EQ(std::memcmp(got2.data(), want2.data(), bytes), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Protocols, LaneChain,
+                         ::testing::Values(ChainCase{ncclFloat32, ReduceKind::Sum, dev::Protocol::Simple},
+                                           ChainCase{ncclFloat32, ReduceKind::Sum, dev::Protocol::LL},
+                                           ChainCase{ncclBfloat16, ReduceKind::Sum, dev::Protocol::Simple},
+                                           ChainCase{ncclBfloat16, ReduceKind::PreMulSum, dev::Protocol::LL},
+                                           ChainCase{ncclFloat32, ReduceKind::SumPostDiv, dev::Protocol::Simple},
+                                           ChainCase{ncclInt32, ReduceKind::SumPostDiv, dev::Protocol::LL}),
+                         [](const auto& info) {
+                           return "t" + std::to_string(info.param.type) + "_k" + std::to_string(int(info.param.kind)) +
+                                  (info.param.protocol == dev::Protocol::LL ? "_LL" : "_Simple");
+                         });
+
+// A receiver whose sender never comes: the launch must end on the abort
+// flag (set from the host while the kernel spins) or on the timeout.
+class LaneFailure : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    CHORUS_REQUIRE_GPU();
+    if (!dev::kernelCompiled(ncclFloat32, ReduceKind::Sum)) GTEST_SKIP() << "f32:sum filtered out";
+  }
+  FifoMemory fifo{64 * 1024, 2};
+  DeviceBuffer out{4096};
+  std::vector<dev::DevStep> lonelyReceiver(dev::Protocol) {
+    return {makeStep(0, -1, nullptr, out.get(), 1024, false, false)};
+  }
+};
+
+TEST_F(LaneFailure, AbortFlagStopsASpinningKernel) {
+  for (auto proto : {dev::Protocol::Simple, dev::Protocol::LL}) {
+    int32_t* flag = nullptr;
+    ASSERT_EQ(cudaHostAlloc(reinterpret_cast<void**>(&flag), sizeof(int32_t), cudaHostAllocMapped), cudaSuccess);
+    *flag = 0;
+    int32_t* devFlag = nullptr;
+    ASSERT_EQ(cudaHostGetDevicePointer(reinterpret_cast<void**>(&devFlag), flag, 0), cudaSuccess);
+    dev::LaneLaunch L;
+    L.abortFlag = devFlag;
+    const auto t0 = std::chrono::steady_clock::now();
+    const LaunchResult r = runLanes(L, {{0, 1, 4096, proto}}, lonelyReceiver(proto), {fifo.end(false, 5)}, flag,
+                                    std::chrono::milliseconds(200));
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_EQ(r.sync, cudaSuccess);
+    EXPECT_EQ(r.status.status, int(dev::LaneStatus::Aborted));
+    EXPECT_EQ(r.status.peer, 5);
+    EXPECT_LT(s, 5.0);
+    cudaFreeHost(flag);
+  }
+}
+
+TEST_F(LaneFailure, TimeoutStopsAStuckKernel) {
+  dev::LaneLaunch L;
+  L.timeoutNs = 100ull * 1000 * 1000;
+  const LaunchResult r =
+      runLanes(L, {{0, 1, 4096, dev::Protocol::Simple}}, lonelyReceiver(dev::Protocol::Simple), {fifo.end(false, 3)});
+  EXPECT_EQ(r.sync, cudaSuccess);
+  EXPECT_EQ(r.status.status, int(dev::LaneStatus::TimedOut));
+  EXPECT_EQ(r.status.peer, 3);
+}
+
+TEST_F(LaneFailure, MismatchedPieceSizeIsReported) {
+  // Lane 0 sends 10 floats, lane 1 expects 1024: the first piece's size differs.
+  DeviceBuffer in(4096);
+  std::vector<dev::DevFifo> fifos = {fifo.end(true, 1), fifo.end(false, 0)};
+  std::vector<dev::DevStep> steps = {makeStep(-1, 0, in.get(), nullptr, 10, false, false),
+                                     makeStep(1, -1, nullptr, out.get(), 1024, false, false)};
+  dev::LaneLaunch L;
+  L.timeoutNs = 5ull * 1000 * 1000 * 1000;
+  const LaunchResult r =
+      runLanes(L, {{0, 1, 64 * 1024, dev::Protocol::Simple}, {1, 1, 64 * 1024, dev::Protocol::Simple}}, steps, fifos);
+  EXPECT_EQ(r.sync, cudaSuccess);
+  EXPECT_EQ(r.status.status, int(dev::LaneStatus::SizeMismatch));
+  EXPECT_EQ(r.status.detail, 40u);
+}
+
+TEST(LaneLaunchArgs, BadThreadCountIsRejected) {
+  CHORUS_REQUIRE_GPU();
+  dev::LaneLaunch L;
+  L.nLanes = 1;
+  L.threads = 100;  // not a multiple of 32
+  EXPECT_EQ(dev::launchLanes(L, nullptr), cudaErrorInvalidValue);
+}
+
+}  // namespace
+}  // namespace chorus
