@@ -15,6 +15,7 @@
 
 #include "enqueue/task.h"
 #include "transport/fifo.h"
+#include "tune/cost_model.h"
 
 struct ncclComm;
 
@@ -37,6 +38,7 @@ struct HostStep {
 struct Lane {
   std::vector<HostStep> steps;
   size_t pieceBytes = 0;  // slot size of this lane's connectors
+  Proto proto = Proto::Simple;  // of every connector the lane uses
   size_t cur = 0;         // current step
   size_t done = 0;        // elements of the current step already processed
   bool finished() const { return cur >= steps.size(); }

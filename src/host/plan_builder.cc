@@ -34,6 +34,7 @@ Lane& PlanBuilder::lane(ConnClass cls, Proto proto, int channel, int peer, bool 
   laneIndex_[key] = plan_->lanes.size();
   plan_->lanes.emplace_back();
   plan_->lanes.back().pieceBytes = slotBytes(proto);
+  plan_->lanes.back().proto = proto;
   return plan_->lanes.back();
 }
 
