@@ -9,8 +9,13 @@
 //
 // One launch runs one reduction spec (the kernel is instantiated per element
 // type and reduction), so consecutive tasks with equal specs share a launch
-// and a change of spec starts the next one, in task order. Connector ends
-// keep their position counters in device memory (they must survive from
+// and a change of spec starts the next one, in task order. Caveat for the
+// executor: one rank's launches run in order on its stream, so a group that
+// mixes specs *and* exchanges data both ways between two ranks across those
+// launches (A sends floats then receives ints from B; B sends ints then
+// receives floats) can block once a message exceeds the FIFO. Such groups need
+// their specs in one launch (a per-step type in the kernel) or separate
+// streams. Connector ends keep their position counters in device memory (they must survive from
 // launch to launch and through CUDA graph replays); the caller says where.
 #pragma once
 
