@@ -26,26 +26,26 @@ inline constexpr int kLaneMaxThreads = 512;
 // The combination a step asks for, with the run-time flags turned into
 // template arguments. Only PreMulSum has pre flags and only SumPostDiv a post
 // flag; for the other kinds they are identities and are not instantiated.
-template <typename T, ReduceKind K, bool CgA, bool CgB, typename Fn>
+template <typename T, ReduceKind K, bool CgA, bool CgB, bool Two, typename Fn>
 __device__ __forceinline__ void reduceAs(const Fn& fn, T* dst, const T* a, bool preA, const T* b, bool preB, size_t n,
                                          bool post) {
   const size_t first = threadIdx.x, stride = blockDim.x;
   if constexpr (K == ReduceKind::PreMulSum) {
     if (preA && preB)
-      combineRange<true, true, false, CgA, CgB>(fn, dst, a, b, n, first, stride);
+      combineRange<true, true, false, CgA, CgB, Two>(fn, dst, a, b, n, first, stride);
     else if (preA)
-      combineRange<true, false, false, CgA, CgB>(fn, dst, a, b, n, first, stride);
+      combineRange<true, false, false, CgA, CgB, Two>(fn, dst, a, b, n, first, stride);
     else if (preB)
-      combineRange<false, true, false, CgA, CgB>(fn, dst, a, b, n, first, stride);
+      combineRange<false, true, false, CgA, CgB, Two>(fn, dst, a, b, n, first, stride);
     else
-      combineRange<false, false, false, CgA, CgB>(fn, dst, a, b, n, first, stride);
+      combineRange<false, false, false, CgA, CgB, Two>(fn, dst, a, b, n, first, stride);
   } else if constexpr (K == ReduceKind::SumPostDiv) {
     if (post)
-      combineRange<false, false, true, CgA, CgB>(fn, dst, a, b, n, first, stride);
+      combineRange<false, false, true, CgA, CgB, Two>(fn, dst, a, b, n, first, stride);
     else
-      combineRange<false, false, false, CgA, CgB>(fn, dst, a, b, n, first, stride);
+      combineRange<false, false, false, CgA, CgB, Two>(fn, dst, a, b, n, first, stride);
   } else {
-    combineRange<false, false, false, CgA, CgB>(fn, dst, a, b, n, first, stride);
+    combineRange<false, false, false, CgA, CgB, Two>(fn, dst, a, b, n, first, stride);
   }
 }
 
@@ -56,24 +56,25 @@ __device__ void combinePiece(const Fn& fn, const DevStep& s, T* target, const T*
                              size_t n) {
   const bool pre = s.preSrc != 0, post = s.post != 0;
   if (s.nRecv == 0) {
-    reduceAs<T, K, false, false>(fn, target, src, pre, static_cast<const T*>(nullptr), false, n, post);
+    reduceAs<T, K, false, false, false>(fn, target, src, pre, static_cast<const T*>(nullptr), false, n, post);
   } else if (s.nRecv == 1 && src == nullptr) {
-    reduceAs<T, K, Cg, false>(fn, target, r0, false, static_cast<const T*>(nullptr), false, n, post);
+    reduceAs<T, K, Cg, false, false>(fn, target, r0, false, static_cast<const T*>(nullptr), false, n, post);
   } else if (s.nRecv == 1) {
-    reduceAs<T, K, Cg, false>(fn, target, r0, false, src, pre, n, post);
+    reduceAs<T, K, Cg, false, true>(fn, target, r0, false, src, pre, n, post);
   } else if (src == nullptr) {
-    reduceAs<T, K, Cg, Cg>(fn, target, r0, false, r1, false, n, post);
+    reduceAs<T, K, Cg, Cg, true>(fn, target, r0, false, r1, false, n, post);
   } else {
-    reduceAs<T, K, Cg, Cg>(fn, target, r0, false, r1, false, n, false);
+    reduceAs<T, K, Cg, Cg, true>(fn, target, r0, false, r1, false, n, false);
     __syncthreads();
-    reduceAs<T, K, false, false>(fn, target, target, false, src, pre, n, post);
+    reduceAs<T, K, false, false, true>(fn, target, target, false, src, pre, n, post);
   }
 }
 
 template <typename T>
 __device__ __forceinline__ void copyPiece(T* dst, const T* src, size_t n) {
   FuncSum<T> identity;
-  combineRange<false, false, false>(identity, dst, src, static_cast<const T*>(nullptr), n, threadIdx.x, blockDim.x);
+  combineRange<false, false, false, false, false, false>(identity, dst, src, static_cast<const T*>(nullptr), n,
+                                                         threadIdx.x, blockDim.x);
 }
 
 struct LaneShared {

@@ -17,8 +17,13 @@ __global__ void __launch_bounds__(kReduceThreads) reduceKernel(ReduceLaunch args
   const auto fn = FunctorOf<T, K>::make(args.scalar, args.divisor);
   const size_t first = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const size_t stride = size_t(gridDim.x) * blockDim.x;
-  combineRange<PreA, PreB, Post>(fn, static_cast<T*>(args.dst), static_cast<const T*>(args.a),
-                                 static_cast<const T*>(args.b), args.count, first, stride);
+  T* dst = static_cast<T*>(args.dst);
+  const T* a = static_cast<const T*>(args.a);
+  const T* b = static_cast<const T*>(args.b);
+  if (b != nullptr)
+    combineRange<PreA, PreB, Post, false, false, true>(fn, dst, a, b, args.count, first, stride);
+  else
+    combineRange<PreA, PreB, Post, false, false, false>(fn, dst, a, b, args.count, first, stride);
 }
 
 int reduceGridBlocks(const ReduceLaunch& args, size_t elemBytes);

@@ -22,6 +22,10 @@
 namespace chorus::dev {
 
 inline constexpr int kUnroll = 4;
+// One-byte types have 16 elements per pack; two packs per thread keep enough
+// loads in flight and halve their (otherwise large) unrolled code.
+template <typename T>
+inline constexpr int kUnrollFor = sizeof(T) == 1 ? 2 : kUnroll;
 
 template <typename T>
 union Pack16 {
@@ -58,56 +62,64 @@ __device__ __forceinline__ T loadElem(const T* p) {
   }
 }
 
-// dst[i] = post?(pre_a?(a[i]) (+) pre_b?(b[i])), or, with b == nullptr,
-// dst[i] = post?(pre_a?(a[i])) (a copy when neither flag is set).
-template <bool PreA, bool PreB, bool Post, bool CgA = false, bool CgB = false, typename Fn, typename T>
+// One element: combine a and b, or transform a alone.
+template <bool PreA, bool PreB, bool Post, bool Two, typename Fn, typename T>
+__device__ __forceinline__ T one(const Fn& fn, T a, T b) {
+  if constexpr (Two)
+    return applyReduce<PreA, PreB, Post>(fn, a, b);
+  else
+    return applyTransform<PreA, Post>(fn, a);
+}
+
+// Two:  dst[i] = post?(pre_a?(a[i]) (+) pre_b?(b[i]));
+// !Two: dst[i] = post?(pre_a?(a[i])) (a copy when neither flag is set; b unused).
+template <bool PreA, bool PreB, bool Post, bool CgA, bool CgB, bool Two, typename Fn, typename T>
 __device__ __forceinline__ void combineRange(const Fn& fn, T* dst, const T* a, const T* b, size_t n, size_t first,
                                              size_t stride) {
   using P = Pack16<T>;
   constexpr int E = P::kElems;
-  const bool two = b != nullptr;
-  const bool vec = aligned16(dst) && aligned16(a) && (!two || aligned16(b));
+  constexpr int U = kUnrollFor<T>;
+  const bool vec = aligned16(dst) && aligned16(a) && (!Two || aligned16(b));
   const size_t npacks = vec ? n / E : 0;
   const uint4* a4 = reinterpret_cast<const uint4*>(a);
   const uint4* b4 = reinterpret_cast<const uint4*>(b);
   uint4* d4 = reinterpret_cast<uint4*>(dst);
 
   // Full rounds: every thread has kUnroll packs.
-  const size_t round = stride * kUnroll;
+  const size_t round = stride * U;
   size_t base = 0;
   for (; base + round <= npacks; base += round) {
-    P va[kUnroll], vb[kUnroll];
+    P va[U], vb[U] = {};
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) va[u].raw = loadPack<CgA>(a4 + base + first + u * stride);
-    if (two) {
+    for (int u = 0; u < U; ++u) va[u].raw = loadPack<CgA>(a4 + base + first + u * stride);
+    if constexpr (Two) {
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) vb[u].raw = loadPack<CgB>(b4 + base + first + u * stride);
+      for (int u = 0; u < U; ++u) vb[u].raw = loadPack<CgB>(b4 + base + first + u * stride);
     }
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
+    for (int u = 0; u < U; ++u) {
       P out;
 #pragma unroll
-      for (int e = 0; e < E; ++e)
-        out.elem[e] = two ? applyReduce<PreA, PreB, Post>(fn, va[u].elem[e], vb[u].elem[e])
-                          : applyTransform<PreA, Post>(fn, va[u].elem[e]);
+      for (int e = 0; e < E; ++e) out.elem[e] = one<PreA, PreB, Post, Two>(fn, va[u].elem[e], vb[u].elem[e]);
       d4[base + first + u * stride] = out.raw;
     }
   }
   // Remaining packs, one at a time.
   for (size_t i = base + first; i < npacks; i += stride) {
-    P va, vb, out;
+    P va, vb{}, out;
     va.raw = loadPack<CgA>(a4 + i);
-    if (two) vb.raw = loadPack<CgB>(b4 + i);
+    if constexpr (Two) vb.raw = loadPack<CgB>(b4 + i);
 #pragma unroll
-    for (int e = 0; e < E; ++e)
-      out.elem[e] =
-          two ? applyReduce<PreA, PreB, Post>(fn, va.elem[e], vb.elem[e]) : applyTransform<PreA, Post>(fn, va.elem[e]);
+    for (int e = 0; e < E; ++e) out.elem[e] = one<PreA, PreB, Post, Two>(fn, va.elem[e], vb.elem[e]);
     d4[i] = out.raw;
   }
   // Elements after the last full pack (or all of them when unaligned).
-  for (size_t i = npacks * E + first; i < n; i += stride)
-    dst[i] = two ? applyReduce<PreA, PreB, Post>(fn, loadElem<CgA>(a + i), loadElem<CgB>(b + i))
-                 : applyTransform<PreA, Post>(fn, loadElem<CgA>(a + i));
+  for (size_t i = npacks * E + first; i < n; i += stride) {
+    if constexpr (Two)
+      dst[i] = applyReduce<PreA, PreB, Post>(fn, loadElem<CgA>(a + i), loadElem<CgB>(b + i));
+    else
+      dst[i] = applyTransform<PreA, Post>(fn, loadElem<CgA>(a + i));
+  }
 }
 
 }  // namespace chorus::dev
