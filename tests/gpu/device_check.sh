@@ -42,6 +42,10 @@ grep -E "tests passed|Skipped|Failed" "$out/gpu-tests.log" | tail -n 5 | tee -a 
 step reduce-kernel-perf 120 "$build/bin/reduce_kernel_perf" -b $((1 << 30)) -n 20 -w 5
 cat "$out/reduce-kernel-perf.log" | tee -a "$summary"
 
+# The lane kernel's protocols: launch latency and bandwidth of a 2-lane reduce.
+step lane-kernel-perf 120 "$build/bin/lane_kernel_perf" -n 20 -w 5
+cat "$out/lane-kernel-perf.log" | tee -a "$summary"
+
 # Collectives on the GPU with several ranks per GPU (threads of one process).
 # They need the GPU executor; probe it first and say plainly if it is absent.
 probe_rc=0
