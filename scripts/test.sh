@@ -18,8 +18,10 @@ ctest --test-dir "$root/build" --output-on-failure -j "$jobs" --timeout 300
 echo "== build (ASan + UBSan) =="
 # The CUDA kernels were compiled (and their host-side tests run) above; the
 # sanitizer build leaves them out, since no GPU code can run here anyway.
+# -O1 -g1 compiles the instrumented code 3-4x faster than -O2 -g (45 s -> 12 s
+# for the largest test file) and still gives ASan/UBSan file:line stacks.
 "$root/scripts/build.sh" "$root/build-san" -DCHORUS_SANITIZE=address,undefined -DCHORUS_BUILD_BENCHMARKS=OFF \
-  -DCHORUS_ENABLE_CUDA=OFF
+  -DCHORUS_ENABLE_CUDA=OFF "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG"
 echo "== tests under sanitizers =="
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   LSAN_OPTIONS=suppressions=$root/tests/lsan.supp \

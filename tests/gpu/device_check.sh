@@ -29,7 +29,7 @@ note "device check $(date -u +%FT%TZ) on $(hostname)"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 | tee -a "$summary"
 nproc | sed 's/^/cores: /' | tee -a "$summary"
 
-step configure 120 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCHORUS_ENABLE_CUDA=ON \
+step configure 120 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCHORUS_ENABLE_CUDA=ON \
   -DCMAKE_CUDA_ARCHITECTURES=90 -DCHORUS_KERNEL_FILTER=all -DCHORUS_WERROR=ON || { note "configure failed"; exit 1; }
 step build 300 ninja -C "$build" || { tail -n 40 "$out/build.log"; note "build failed"; exit 1; }
 
