@@ -17,45 +17,16 @@
 #include <cstring>
 #include <vector>
 
+#include "benchmarks/gpu/gpu_timing.h"
 #include "kernels/launch.h"
 
 namespace {
 
-#define CHECK_CUDA(call)                                                                 \
-  do {                                                                                   \
-    cudaError_t e_ = (call);                                                             \
-    if (e_ != cudaSuccess) {                                                             \
-      std::fprintf(stderr, "lane_kernel_perf: %s: %s\n", #call, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                      \
-    }                                                                                    \
-  } while (0)
-
+// The connector's counters, and each end's position, in one device allocation.
 struct Counters {
   uint64_t tail, head, sendPos, recvPos;
   uint32_t sizes[64];
 };
-
-template <typename Fn>
-double medianUs(int iters, int warmup, Fn&& run) {
-  cudaEvent_t a, b;
-  CHECK_CUDA(cudaEventCreate(&a));
-  CHECK_CUDA(cudaEventCreate(&b));
-  for (int i = 0; i < warmup; ++i) run();
-  std::vector<float> ms;
-  for (int i = 0; i < iters; ++i) {
-    CHECK_CUDA(cudaEventRecord(a));
-    run();
-    CHECK_CUDA(cudaEventRecord(b));
-    CHECK_CUDA(cudaEventSynchronize(b));
-    float t = 0;
-    CHECK_CUDA(cudaEventElapsedTime(&t, a, b));
-    ms.push_back(t);
-  }
-  std::sort(ms.begin(), ms.end());
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  return ms[ms.size() / 2] * 1000.0;
-}
 
 }  // namespace
 
@@ -141,9 +112,11 @@ int main(int argc, char** argv) {
       L.fifos = static_cast<chorus::dev::DevFifo*>(df);
       L.threads = 512;
       L.timeoutNs = 10ull * 1000 * 1000 * 1000;
-      const double us = medianUs(iters, warmup, [&] { CHECK_CUDA(chorus::dev::launchLanes(L, nullptr)); });
-      const double copyUs =
-          medianUs(iters, warmup, [&] { CHECK_CUDA(cudaMemcpyAsync(copyDst, in0, bytes, cudaMemcpyDeviceToDevice)); });
+      const double us =
+          1000.0 * chorus::bench::medianMs(iters, warmup, [&] { CHECK_CUDA(chorus::dev::launchLanes(L, nullptr)); });
+      const double copyUs = 1000.0 * chorus::bench::medianMs(iters, warmup, [&] {
+                              CHECK_CUDA(cudaMemcpyAsync(copyDst, in0, bytes, cudaMemcpyDeviceToDevice));
+                            });
       const double gbs = 3.0 * bytes / (us * 1e3), copyGbs = 2.0 * bytes / (copyUs * 1e3);
       std::printf("%12zu %8s %12.2f %12.1f %12.1f %10.2f\n", bytes,
                   proto == chorus::dev::Protocol::LL ? "LL" : "Simple", us, gbs, copyGbs, gbs / copyGbs);

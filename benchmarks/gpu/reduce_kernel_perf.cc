@@ -14,42 +14,8 @@
 #include <cstring>
 #include <vector>
 
+#include "benchmarks/gpu/gpu_timing.h"
 #include "kernels/launch.h"
-
-namespace {
-
-#define CHECK_CUDA(call)                                                                   \
-  do {                                                                                     \
-    cudaError_t e_ = (call);                                                               \
-    if (e_ != cudaSuccess) {                                                               \
-      std::fprintf(stderr, "reduce_kernel_perf: %s: %s\n", #call, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                        \
-    }                                                                                      \
-  } while (0)
-
-template <typename Fn>
-double medianMs(int iters, int warmup, Fn&& run) {
-  cudaEvent_t a, b;
-  CHECK_CUDA(cudaEventCreate(&a));
-  CHECK_CUDA(cudaEventCreate(&b));
-  for (int i = 0; i < warmup; ++i) run();
-  std::vector<float> ms;
-  for (int i = 0; i < iters; ++i) {
-    CHECK_CUDA(cudaEventRecord(a));
-    run();
-    CHECK_CUDA(cudaEventRecord(b));
-    CHECK_CUDA(cudaEventSynchronize(b));
-    float t = 0;
-    CHECK_CUDA(cudaEventElapsedTime(&t, a, b));
-    ms.push_back(t);
-  }
-  std::sort(ms.begin(), ms.end());
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  return ms[ms.size() / 2];
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   size_t bytes = size_t(1) << 30;
@@ -80,8 +46,8 @@ int main(int argc, char** argv) {
   CHECK_CUDA(cudaMemset(a, 0, bytes));
   CHECK_CUDA(cudaMemset(b, 0, bytes));
 
-  const double copyMs =
-      medianMs(iters, warmup, [&] { CHECK_CUDA(cudaMemcpyAsync(d, a, bytes, cudaMemcpyDeviceToDevice)); });
+  const double copyMs = chorus::bench::medianMs(
+      iters, warmup, [&] { CHECK_CUDA(cudaMemcpyAsync(d, a, bytes, cudaMemcpyDeviceToDevice)); });
   const double copyGBs = 2.0 * bytes / (copyMs * 1e6);
   std::printf("# device: %s, %d SMs; buffer %zu bytes; median of %d\n", prop.name, prop.multiProcessorCount, bytes,
               iters);
@@ -105,7 +71,8 @@ int main(int argc, char** argv) {
     L.a = a;
     L.b = b;
     L.count = bytes / it.esz;
-    const double ms = medianMs(iters, warmup, [&] { CHECK_CUDA(chorus::dev::launchReduce(L, nullptr)); });
+    const double ms =
+        chorus::bench::medianMs(iters, warmup, [&] { CHECK_CUDA(chorus::dev::launchReduce(L, nullptr)); });
     const double gbs = 3.0 * bytes / (ms * 1e6);
     std::printf("%-22s %10.3f %12.1f %10.2f\n", it.name, ms, gbs, gbs / copyGBs);
   }
