@@ -93,7 +93,7 @@ struct LaneLaunch {
   DevFifo* fifos = nullptr;                     // device memory
   const volatile int32_t* abortFlag = nullptr;  // device-visible (mapped host memory); nonzero stops the launch
   LaneStatusRecord* status = nullptr;           // device-visible; first failure wins
-  uint64_t timeoutNs = 0;                       // 0: wait forever (still stops on abort)
+  uint64_t timeoutNs = 0;                       // longest wait with no piece moving; 0: no limit (still stops on abort)
   int threads = 256;                            // per block, a multiple of 32, at most 512
 };
 

@@ -185,6 +185,7 @@ __global__ void __launch_bounds__(kLaneMaxThreads) laneKernel(LaneLaunch L) {
                                                     : simplePiece<T, K>(L, fn, s, done, n, sh, w);
       if (!ok) return;
       done += n;
+      w.progressed();
       __syncthreads();  // thread 0 advanced positions; everyone reads them next piece
     }
   }

@@ -34,6 +34,10 @@ class Waiter {
   __device__ Waiter(const LaneLaunch& launch, const volatile int* blockFailed)
       : launch_(launch), blockFailed_(blockFailed), start_(globalTimerNs()) {}
 
+  // The deadline bounds time without progress, not the launch: call this
+  // whenever a piece has moved.
+  __device__ void progressed() { start_ = globalTimerNs(); }
+
   // Call once per spin iteration; false means stop waiting (the reason is
   // recorded, or another thread of the block already failed).
   __device__ bool keepWaiting(int peer) {
