@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "common/rank_runner.h"
+#include "core/params.h"
 #include "transports/net/net_proxy.h"
 #include "transports/net/net_transport.h"
 
@@ -113,15 +114,28 @@ TEST_F(NetTransportPair, IdleProxyUsesAlmostNoCpu) {
   ASSERT_TRUE(recv.ready());
   recv.release();
   std::this_thread::sleep_for(std::chrono::milliseconds(100));  // let the proxy settle into its idle backoff
+  NetProxy& proxy = NetProxy::forThisProcess();
   uint64_t cpu0 = 0, cpu1 = 0;
-  ASSERT_TRUE(NetProxy::forThisProcess().threadCpuNs(&cpu0));
+  ASSERT_TRUE(proxy.threadCpuNs(&cpu0));
+  const uint64_t passes0 = proxy.passCount();
   const auto t0 = Clock::now();
   std::this_thread::sleep_for(std::chrono::seconds(1));
-  ASSERT_TRUE(NetProxy::forThisProcess().threadCpuNs(&cpu1));
+  ASSERT_TRUE(proxy.threadCpuNs(&cpu1));
+  const uint64_t passes = proxy.passCount() - passes0;
   const double wallNs = std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
   const double share = static_cast<double>(cpu1 - cpu0) / wallNs;
-  std::printf("idle proxy thread: %.3f%% of a core over %.0f ms\n", share * 100, wallNs / 1e6);
-  EXPECT_LT(share, 0.02) << "the idle proxy used " << share * 100 << "% of a core";
+  std::printf("idle proxy thread: %.3f%% of a core, %llu polling passes over %.0f ms\n", share * 100,
+              static_cast<unsigned long long>(passes), wallNs / 1e6);
+  // The property under test is the polling rate, which does not depend on how
+  // fast (or how loaded, or how instrumented) the machine is: after 100 ms of
+  // idleness every sleep lasts the full CHORUS_NET_POLL_MAX_US, and each wake
+  // makes two passes (one before sleeping, one after). The CPU share itself
+  // is a measurement (docs/performance.md); here it only guards against a
+  // thread that spins.
+  const double maxPollNs = 1000.0 * static_cast<double>(params::netPollMaxUs());
+  const double allowed = 2.0 * wallNs / maxPollNs + 10.0;
+  EXPECT_LE(static_cast<double>(passes), allowed) << "the idle proxy polls too often";
+  EXPECT_LT(share, 0.10) << "the idle proxy used " << share * 100 << "% of a core";
 }
 
 TEST_F(NetTransportPair, ClosedPeerShowsInHealthAndProxyExitsWithLastLink) {

@@ -214,6 +214,7 @@ void NetProxy::applyStop(std::vector<std::shared_ptr<NetLink>>& links) {
 
 // One progress pass over all links; closes retired ones. True if anything moved.
 bool NetProxy::pass(std::vector<std::shared_ptr<NetLink>>& links, bool* busy) {
+  passes_.fetch_add(1, std::memory_order_relaxed);
   bool progressed = false;
   for (size_t i = 0; i < links.size();) {
     NetLink& l = *links[i];

@@ -19,6 +19,7 @@
 #include <pthread.h>
 #include <sys/types.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <memory>
@@ -55,6 +56,8 @@ class NetProxy {
   bool threadCpuNs(uint64_t* ns);
   // Links the proxy thread currently serves (tests).
   size_t linkCount();
+  // Progress passes over the links so far: how often the proxy polled (tests).
+  uint64_t passCount() const { return passes_.load(std::memory_order_relaxed); }
 
  private:
   struct Bell : Doorbell {
@@ -87,6 +90,7 @@ class NetProxy {
   bool haveClock_ = false;
   clockid_t cpuClock_{};
   Bell bell_;
+  std::atomic<uint64_t> passes_{0};
 };
 
 }  // namespace chorus
