@@ -6,15 +6,26 @@ set(_bench_dir ${CMAKE_CURRENT_LIST_DIR})
 set(_bench_bin ${CMAKE_BINARY_DIR}/bin)
 
 file(GLOB _bench_common_srcs CONFIGURE_DEPENDS ${_bench_dir}/common/*.cc)
-list(REMOVE_ITEM _bench_common_srcs ${_bench_dir}/common/world.cc)
+list(REMOVE_ITEM _bench_common_srcs ${_bench_dir}/common/world.cc ${_bench_dir}/common/device_cuda.cc
+     ${_bench_dir}/common/device_none.cc)
 
 # The tools only use the public API. The header is told not to pull in the
-# CUDA runtime headers (cudaStream_t stays the same opaque pointer); GPU-mode
-# support in common/memory.cc will be the place that needs them.
+# CUDA runtime headers (cudaStream_t stays the same opaque pointer); the
+# CUDA runtime calls of GPU mode live in common/device_cuda.cc alone, which
+# CUDA builds compile against the static runtime (as libchorus.so links it).
+# Other builds get common/device_none.cc: host mode only.
+if(CHORUS_ENABLE_CUDA)
+  list(APPEND _bench_common_srcs ${_bench_dir}/common/device_cuda.cc)
+else()
+  list(APPEND _bench_common_srcs ${_bench_dir}/common/device_none.cc)
+endif()
 add_library(chorus_bench_core STATIC ${_bench_common_srcs})
 target_include_directories(chorus_bench_core PUBLIC ${_bench_dir})
 target_compile_definitions(chorus_bench_core PUBLIC CHORUS_NO_CUDA_HEADERS=1)
 target_link_libraries(chorus_bench_core PUBLIC chorus Threads::Threads)
+if(CHORUS_ENABLE_CUDA)
+  target_link_libraries(chorus_bench_core PUBLIC CUDA::cudart_static)
+endif()
 
 # How processes find each other: environment rendezvous (plain tools) or MPI.
 add_library(chorus_bench_world_env STATIC ${_bench_dir}/common/world.cc)

@@ -75,26 +75,54 @@ inline constexpr uint32_t kLLMaxPieceBytes = 4096;
 // Why a launch stopped early; written once to LaneLaunch::status.
 enum class LaneStatus : int32_t { Ok = 0, Aborted = 1, TimedOut = 2, SizeMismatch = 3 };
 
+// Written once by the first failing thread: it claims the record, fills the
+// fields, fences, and publishes `status` last, so a host that sees a nonzero
+// status also sees the fields.
 struct LaneStatusRecord {
   int32_t status = 0;  // a LaneStatus
   int32_t lane = -1;
   int32_t peer = -1;
   uint32_t detail = 0;  // SizeMismatch: bytes received
+  int32_t claim = 0;    // nonzero once a thread owns the record
 };
 
+// One launch as the host describes it. The three arrays are in host memory:
+// launchLanes() copies them into the kernel's parameters (LaneParams), so a
+// launch needs no device allocation or upload and is captured into a CUDA
+// graph with its plan (a replay runs exactly what was captured).
 struct LaneLaunch {
   ncclDataType_t type = ncclFloat32;
   ReduceKind kind = ReduceKind::Sum;
-  const void* scalar = nullptr;    // PreMulSum: device pointer
+  const void* scalar = nullptr;    // PreMulSum: device pointer; null: use scalarBits
+  uint64_t scalarBits = 0;         // PreMulSum with a host scalar: its bytes (one element of `type`)
   int divisor = 1;                 // SumPostDiv
-  const DevLane* lanes = nullptr;  // device memory
+  const DevLane* lanes = nullptr;  // host memory, nLanes entries
   int nLanes = 0;
-  const DevStep* steps = nullptr;               // device memory
-  DevFifo* fifos = nullptr;                     // device memory
+  const DevStep* steps = nullptr;  // host memory, nSteps entries
+  int nSteps = 0;
+  const DevFifo* fifos = nullptr;  // host memory, nFifos entries
+  int nFifos = 0;
   const volatile int32_t* abortFlag = nullptr;  // device-visible (mapped host memory); nonzero stops the launch
   LaneStatusRecord* status = nullptr;           // device-visible; first failure wins
   uint64_t timeoutNs = 0;                       // longest wait with no piece moving; 0: no limit (still stops on abort)
   int threads = 256;                            // per block, a multiple of 32, at most 512
 };
+
+// Capacity of one launch. A plan that needs more is split by the executor at
+// task boundaries (never inside a task, whose lanes wait for each other).
+inline constexpr int kLaunchMaxLanes = 64;
+inline constexpr int kLaunchMaxFifos = 128;
+inline constexpr int kLaunchMaxSteps = 512;
+
+// The kernel's parameter block (passed by value, __grid_constant__). The
+// header's array pointers are unused on the device.
+struct LaneParams {
+  LaneLaunch L;
+  DevLane lanes[kLaunchMaxLanes];
+  DevFifo fifos[kLaunchMaxFifos];
+  DevStep steps[kLaunchMaxSteps];
+};
+// CUDA 12.1+ on sm_70+ accepts kernel parameters up to 32764 bytes.
+static_assert(sizeof(LaneParams) <= 32764, "the lane kernel's parameters must fit the launch limit");
 
 }  // namespace chorus::dev

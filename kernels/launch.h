@@ -40,9 +40,22 @@ struct ReduceLaunch {
 cudaError_t launchReduce(const ReduceLaunch& args, cudaStream_t stream);
 
 // Runs a lane plan (kernels/lane_plan.h): one block per lane, all blocks
-// co-resident. The caller checks LaneLaunch::status after the stream
-// synchronizes (or from a host callback) to learn about aborts and timeouts.
+// co-resident. The arrays of `args` are host memory, copied into the kernel's
+// parameters. The caller reads LaneLaunch::status (device-visible host
+// memory) to learn about aborts, timeouts and protocol violations.
 cudaError_t launchLanes(const LaneLaunch& args, cudaStream_t stream);
+
+// Validates `args` against the kernel's limits and copies it into `params`:
+// cudaErrorInvalidValue for more lanes, connector ends or steps than a launch
+// holds, indices out of range, a bad thread count, or an LL piece that does
+// not fit the shared-memory stage. `elemBytes` is the element size.
+cudaError_t packLaneParams(const LaneLaunch& args, size_t elemBytes, LaneParams* params);
+
+// Loads every lane kernel of this build on the current device now. With lazy
+// module loading, a kernel's first launch may wait for the device to go idle,
+// which never happens while another rank's lane kernel spins waiting for it;
+// the executor calls this once per device before its first launch.
+cudaError_t preloadLaneKernels();
 
 // Whether this build has the kernels for (type, kind).
 bool kernelCompiled(ncclDataType_t type, ReduceKind kind);

@@ -13,13 +13,16 @@ namespace chorus_bench {
 
 // Most values one agree() call combines per rank.
 constexpr size_t kMaxAgreeValues = 16;
+// Bytes of one rank's header line; Rank::lines holds nranks of them.
+constexpr size_t kRankLineBytes = 160;
 
 // perRank[i] holds the values of the thread's i-th rank (all the same length
 // n <= kMaxAgreeValues). Returns their element-wise reduction with `op`
 // (ncclSum, ncclMin or ncclMax) over every rank of the job.
 std::vector<double> agree(ThreadRanks& t, const std::vector<std::vector<double>>& perRank, ncclRedOp_t op);
 
-// One descriptive line per rank of the job, in rank order.
+// One descriptive line per rank of the job, in rank order (gathered in
+// each rank's `lines` buffer).
 std::vector<std::string> gatherRankLines(ThreadRanks& t);
 
 }  // namespace chorus_bench

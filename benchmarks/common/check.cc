@@ -1,5 +1,6 @@
 #include "common/check.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -21,10 +22,24 @@ struct Encoded {
   }
 };
 
+// Copies the first `done` bytes of dst over the rest, doubling each time:
+// a repeating pattern costs a few large memcpys instead of a loop per element.
+void repeatPrefix(unsigned char* dst, size_t done, size_t total) {
+  while (done < total) {
+    const size_t n = std::min(done, total - done);
+    std::memcpy(dst + done, dst, n);
+    done += n;
+  }
+}
+
 template <size_t N>
 void fillTyped(const ValueScheme& scheme, int rank, unsigned char* dst, size_t count) {
   const Encoded<N> enc(scheme.type());
-  for (size_t i = 0; i < count; ++i) std::memcpy(dst + i * N, enc.table[scheme.input(rank, i) + kSpan].data(), N);
+  // One period of the inputs, then copies of it (whole periods, so the
+  // pattern stays aligned with the index).
+  const size_t head = std::min(count, scheme.period());
+  for (size_t i = 0; i < head; ++i) std::memcpy(dst + i * N, enc.table[scheme.input(rank, i) + kSpan].data(), N);
+  repeatPrefix(dst, head * N, count * N);
 }
 
 // Reads element i of a buffer as double. The switch on the type happens
@@ -49,14 +64,24 @@ struct TableReader {
 
 template <class Reader>
 size_t countWith(const ValueScheme& scheme, const Reader& read, const std::vector<Segment>& segments) {
+  // Expected values and tolerances repeat with the scheme's period: tabulate
+  // one period per segment and walk it alongside the buffer.
+  const size_t period = scheme.period();
+  std::vector<double> want(period);
+  std::vector<double> tol(period);
   size_t wrong = 0;
   for (const Segment& s : segments) {
+    for (size_t p = 0; p < period; ++p) {
+      const size_t idx = s.srcOffset + p;
+      want[p] = s.reduced ? scheme.reduced(idx) : static_cast<double>(scheme.input(s.srcRank, idx));
+      tol[p] = scheme.tolerance(want[p]);
+    }
+    size_t p = 0;
     for (size_t j = 0; j < s.count; ++j) {
-      const double want =
-          s.reduced ? scheme.reduced(s.srcOffset + j) : static_cast<double>(scheme.input(s.srcRank, s.srcOffset + j));
       const double got = read(s.recvOffset + j);
       // Written so that NaN (the poison of floating types) counts as wrong.
-      if (!(std::fabs(got - want) <= scheme.tolerance(want))) ++wrong;
+      if (!(std::fabs(got - want[p]) <= tol[p])) ++wrong;
+      if (++p == period) p = 0;
     }
   }
   return wrong;
@@ -92,7 +117,9 @@ void fillPoison(ncclDataType_t type, void* dst, size_t count) {
   unsigned char poison[8];
   poisonValue(type, poison);
   auto* d = static_cast<unsigned char*>(dst);
-  for (size_t i = 0; i < count; ++i) std::memcpy(d + i * width, poison, width);
+  if (count == 0) return;
+  std::memcpy(d, poison, width);
+  repeatPrefix(d, width, count * width);
 }
 
 size_t countWrong(const ValueScheme& scheme, const void* recv, const std::vector<Segment>& segments) {

@@ -22,6 +22,10 @@ struct Job {
   ncclUniqueId id{};
   int nranks = 0;  // processes x threads x ranks per thread
   std::atomic<int> exitCode{0};
+  // Threads whose buffers are allocated. No thread launches a collective
+  // before all have: in GPU mode an allocation may wait for the whole
+  // device, and with it for a peer's kernel that waits for this thread.
+  std::atomic<int> allocated{0};
 };
 
 // One communicator and its buffers.
@@ -34,6 +38,7 @@ struct Rank {
   size_t sendBytes = 0;
   size_t recvBytes = 0;
   void* scratch = nullptr;   // small buffer for agreeing on results
+  void* lines = nullptr;     // nranks header lines (gatherRankLines)
   ncclRedOp_t op = ncclSum;  // operator of the current configuration
 };
 

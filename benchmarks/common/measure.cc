@@ -63,9 +63,35 @@ size_t verify(Rank& r, const RowConfig& row, const ValueScheme& scheme, const Co
   return wrong;
 }
 
+void syncAll(ThreadRanks& t) {
+  for (auto& r : t.ranks) BENCH_NCCL(r->mem.sync(), r.get());
+}
+
+void launchGraphs(ThreadRanks& t) {
+  for (auto& r : t.ranks) BENCH_NCCL(r->mem.launchGraph(), r.get());
+}
+
+// -G: the timed iterations are captured (thread-local capture, one graph per
+// rank's stream), replayed once untimed so that uploading the graph is not
+// timed, then replayed opts.graphLaunches times on the clock.
+double timeGraph(ThreadRanks& t, const RowConfig& row, bool inPlace) {
+  const Options& o = t.job->opts;
+  for (auto& r : t.ranks) BENCH_NCCL(r->mem.beginCapture(), r.get());
+  for (int i = 0; i < o.iters; ++i) launchAll(t, row, inPlace, o.aggIters, false);
+  for (auto& r : t.ranks) BENCH_NCCL(r->mem.endCapture(), r.get());
+  launchGraphs(t);
+  syncAll(t);
+  const auto start = std::chrono::steady_clock::now();
+  for (int g = 0; g < o.graphLaunches; ++g) launchGraphs(t);
+  syncAll(t);
+  const std::chrono::duration<double, std::micro> elapsed = std::chrono::steady_clock::now() - start;
+  for (auto& r : t.ranks) r->mem.retireGraph();
+  return elapsed.count() / (static_cast<double>(o.iters) * o.aggIters * o.graphLaunches);
+}
+
 }  // namespace
 
-void launchAll(ThreadRanks& t, const RowConfig& row, bool inPlace, int agg) {
+void launchAll(ThreadRanks& t, const RowConfig& row, bool inPlace, int agg, bool wait) {
   const Job& job = *t.job;
   const size_t elt = typeInfo(row.type).size;
   const bool group = t.ranks.size() > 1 || agg > 1;
@@ -81,13 +107,15 @@ void launchAll(ThreadRanks& t, const RowConfig& row, bool inPlace, int agg) {
   }
   if (group) BENCH_NCCL(ncclGroupEnd(), t.ranks[0].get());
   waitReady(t);
-  for (auto& r : t.ranks) BENCH_NCCL(r->mem.sync(), r.get());
+  if (wait) syncAll(t);
 }
 
 double timeRow(ThreadRanks& t, const RowConfig& row, bool inPlace) {
   const Options& o = t.job->opts;
+  if (o.graphLaunches > 0 && t.ranks[0]->mem.onDevice()) return timeGraph(t, row, inPlace);
   const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < o.iters; ++i) launchAll(t, row, inPlace, o.aggIters);
+  for (int i = 0; i < o.iters; ++i) launchAll(t, row, inPlace, o.aggIters, false);
+  syncAll(t);
   const std::chrono::duration<double, std::micro> elapsed = std::chrono::steady_clock::now() - start;
   return elapsed.count() / (static_cast<double>(o.iters) * o.aggIters);
 }

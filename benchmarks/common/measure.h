@@ -9,10 +9,14 @@
 namespace chorus_bench {
 
 // One launch of the collective on every rank of the thread (times `agg`),
-// grouped when there is more than one, and waited for.
-void launchAll(ThreadRanks& t, const RowConfig& row, bool inPlace, int agg);
+// grouped when there is more than one, and waited for unless !wait (GPU
+// mode: the work is then only enqueued on the ranks' streams; host mode
+// calls return complete either way).
+void launchAll(ThreadRanks& t, const RowConfig& row, bool inPlace, int agg, bool wait = true);
 
-// Microseconds per operation over opts.iters timed iterations.
+// Microseconds per operation over opts.iters timed iterations. GPU mode
+// enqueues them all and stops the clock once every stream has drained; with
+// -G N they are captured into one CUDA graph per rank, replayed N times.
 double timeRow(ThreadRanks& t, const RowConfig& row, bool inPlace);
 
 // Runs opts.checkIters checked launches (fresh inputs, poisoned outputs

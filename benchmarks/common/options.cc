@@ -29,6 +29,8 @@ const char kUsage[] =
     "  -z, --blocking <0/1>      1: blocking communicators; 0: config.blocking = 0,\n"
     "                            calls may return ncclInProgress and are polled (1)\n"
     "  -a, --average <0-3>       time reported: 0 rank 0, 1 mean, 2 min, 3 max (1)\n"
+    "  -G, --cudagraph <n>       GPU mode: capture the timed iterations in a CUDA graph\n"
+    "                            and replay it n times; 0 = plain launches (0)\n"
     "  -h, --help                this text\n"
     "Multi-process: run under chorusrun (or set CHORUS_RANK, CHORUS_WORLD_SIZE and\n"
     "NCCL_COMM_ID=host:port), or use the *_mpi variant under mpirun.\n";
@@ -48,6 +50,7 @@ const option kLongOptions[] = {{"nthreads", required_argument, nullptr, 't'},
                                {"root", required_argument, nullptr, 'r'},
                                {"blocking", required_argument, nullptr, 'z'},
                                {"average", required_argument, nullptr, 'a'},
+                               {"cudagraph", required_argument, nullptr, 'G'},
                                {"help", no_argument, nullptr, 'h'},
                                {nullptr, 0, nullptr, 0}};
 
@@ -104,6 +107,8 @@ bool applyOption(int c, const char* arg, Options* o) {
       o->blockingInit = v != 0;
       return true;
     }
+    case 'G':
+      return parseInt(arg, 0, 1 << 20, &o->graphLaunches);
     case 'a': {
       int v = 1;
       if (!parseInt(arg, 0, 3, &v)) return false;
@@ -154,7 +159,7 @@ int parseOptions(int argc, char** argv, const char* tool, Options* opts, bool* d
   *done = false;
   optind = 1;
   int c;
-  while ((c = getopt_long(argc, argv, "t:g:b:e:i:f:n:w:m:c:d:o:r:z:a:h", kLongOptions, nullptr)) != -1) {
+  while ((c = getopt_long(argc, argv, "t:g:b:e:i:f:n:w:m:c:d:o:r:z:a:G:h", kLongOptions, nullptr)) != -1) {
     if (c == 'h') {
       std::printf(kUsage, tool);
       *done = true;

@@ -28,6 +28,9 @@ struct Options {
   std::vector<ncclDataType_t> types{ncclFloat32};
   std::vector<BenchOp> ops{BenchOp::Sum};
   int root = 0;  // -1: every root in turn (-r all)
+  // -G: capture the timed iterations into a CUDA graph and replay it this
+  // many times (GPU mode; ignored, with a note, in host mode). 0: no graph.
+  int graphLaunches = 0;
 };
 
 // Parses argv. Returns 0 to go on, otherwise the exit code to leave with

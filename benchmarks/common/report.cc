@@ -36,15 +36,15 @@ void printPreamble(const Job& job, const std::vector<std::string>& rankLines) {
   if (o.stepFactor > 1.0)
     std::printf(
         "# nThread %d nGpus %d minBytes %zu maxBytes %zu step: %g(factor) warmup iters: %d iters: %d "
-        "agg iters: %d validation: %d graph: 0\n",
+        "agg iters: %d validation: %d graph: %d\n",
         o.nThreads, o.ranksPerThread, o.minBytes, o.maxBytes, o.stepFactor, o.warmupIters, o.iters, o.aggIters,
-        o.checkIters);
+        o.checkIters, o.graphLaunches);
   else
     std::printf(
         "# nThread %d nGpus %d minBytes %zu maxBytes %zu step: %zu(bytes) warmup iters: %d iters: %d "
-        "agg iters: %d validation: %d graph: 0\n",
+        "agg iters: %d validation: %d graph: %d\n",
         o.nThreads, o.ranksPerThread, o.minBytes, o.maxBytes, o.stepBytes, o.warmupIters, o.iters, o.aggIters,
-        o.checkIters);
+        o.checkIters, o.graphLaunches);
   std::printf("#\n# Launch: %s, %d process(es), %d rank(s) in total, %s communicators\n", job.world.how, job.world.size,
               job.nranks, o.blockingInit ? "blocking" : "non-blocking");
   std::printf("# Using devices\n");

@@ -26,8 +26,16 @@ void initComms(ThreadRanks& t) {
     t.ranks.back()->rank = first + g;
   }
   // Several communicators created by one thread must be created in one group.
+  // A GPU-mode communicator takes the device current at its init call: as in
+  // nccl-tests, the ranks of this machine go round-robin over its devices in
+  // the order process, thread, rank of the thread.
   if (perThread > 1) BENCH_NCCL(ncclGroupStart(), nullptr);
-  for (auto& r : t.ranks) BENCH_NCCL(ncclCommInitRankConfig(&r->comm, job.nranks, job.id, r->rank, &config), r.get());
+  for (int g = 0; g < perThread; ++g) {
+    Rank* r = t.ranks[static_cast<size_t>(g)].get();
+    const int dev = deviceForLocalRank((job.world.localRank * job.opts.nThreads + t.thread) * perThread + g);
+    if (dev >= 0) BENCH_NCCL(device::select(dev), r);
+    BENCH_NCCL(ncclCommInitRankConfig(&r->comm, job.nranks, job.id, r->rank, &config), r);
+  }
   if (perThread > 1) BENCH_NCCL(ncclGroupEnd(), nullptr);
   waitReady(t);
   for (auto& r : t.ranks) BENCH_NCCL(r->mem.init(r->comm), r.get());
@@ -54,7 +62,14 @@ void allocBuffers(ThreadRanks& t, const std::vector<size_t>& sizes) {
     BENCH_NCCL(r->mem.alloc(sendBytes, &r->send), r.get());
     BENCH_NCCL(r->mem.alloc(recvBytes, &r->recv), r.get());
     BENCH_NCCL(r->mem.alloc(kMaxAgreeValues * sizeof(double), &r->scratch), r.get());
+    BENCH_NCCL(r->mem.alloc(kRankLineBytes * static_cast<size_t>(job.nranks), &r->lines), r.get());
   }
+}
+
+// Waits until every thread of the process has its buffers (see Job::allocated).
+void allocationBarrier(Job& job) {
+  job.allocated.fetch_add(1);
+  while (job.allocated.load() < job.opts.nThreads) std::this_thread::yield();
 }
 
 void setOperator(ThreadRanks& t, ncclDataType_t type, BenchOp op) {
@@ -171,6 +186,7 @@ void teardown(ThreadRanks& t) {
     r->mem.release(r->send);
     r->mem.release(r->recv);
     r->mem.release(r->scratch);
+    r->mem.release(r->lines);
   }
 }
 
@@ -192,9 +208,12 @@ void runThread(Job* job, int thread) {
   initComms(t);
   const std::vector<size_t> sizes = sweepSizes(job->opts);
   allocBuffers(t, sizes);
+  allocationBarrier(*job);
   const std::vector<std::string> lines = gatherRankLines(t);
   if (t.printer()) {
     printPreamble(*job, lines);
+    if (job->opts.graphLaunches > 0 && !t.ranks[0]->mem.onDevice())
+      std::printf("# -G %d ignored: host-mode communicators run no CUDA graphs\n#\n", job->opts.graphLaunches);
     printTableHeader();
   }
   const std::vector<BenchOp> ops = job->spec->reduces ? job->opts.ops : std::vector<BenchOp>{BenchOp::None};

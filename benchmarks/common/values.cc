@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 namespace chorus_bench {
 
@@ -29,6 +30,15 @@ int64_t ValueScheme::input(int rank, size_t idx) const {
   if (oneHot_) return (static_cast<uint64_t>(rank) + idx) % nranks_ == 0 ? 1 : 0;
   if (signed_) return static_cast<int64_t>(mix % static_cast<uint64_t>(2 * k_ + 1)) - k_;
   return static_cast<int64_t>(mix % static_cast<uint64_t>(k_ + 1));
+}
+
+size_t ValueScheme::period() const {
+  // The moduli input() applies to the index: the value range, the rank count
+  // (prod's doubled rank, one-hot's contributor) and prod's sign stride 7.
+  const auto n = static_cast<size_t>(nranks_);
+  if (op_ == BenchOp::Prod) return std::lcm(n, size_t{7});
+  if (oneHot_) return n;
+  return static_cast<size_t>(signed_ ? 2 * k_ + 1 : k_ + 1);
 }
 
 double ValueScheme::reduced(size_t idx) const {

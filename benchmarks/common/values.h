@@ -34,6 +34,10 @@ class ValueScheme {
   // Largest |got - expected| accepted (0 except for floating-point avg).
   double tolerance(double expected) const;
 
+  // input(r, i) and reduced(i) repeat with this period in i (at most a few
+  // hundred), so filling and checking can tabulate one period.
+  size_t period() const;
+
   ncclDataType_t type() const { return type_; }
   // Bound on |input|: fill code may tabulate encodings of [-bound, bound].
   static constexpr int64_t kMaxInput = 64;

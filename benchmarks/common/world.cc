@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <initializer_list>
 
 #ifdef CHORUS_BENCH_MPI
 // Only the C bindings: the C++ ones are deprecated and do not build warning-free.
@@ -20,6 +21,10 @@ bool worldInit(int* argc, char*** argv, ProcessWorld* world) {
   MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
   MPI_Comm_rank(MPI_COMM_WORLD, &world->rank);
   MPI_Comm_size(MPI_COMM_WORLD, &world->size);
+  MPI_Comm node;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world->rank, MPI_INFO_NULL, &node);
+  MPI_Comm_rank(node, &world->localRank);
+  MPI_Comm_free(&node);
   world->how = "MPI";
   return true;
 }
@@ -83,6 +88,9 @@ bool envWorld(ProcessWorld* world) {
     }
     world->rank = rank;
     world->size = size;
+    world->localRank = rank;
+    for (const char* local : {"CHORUS_LOCAL_RANK", "LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK"})
+      if (envInt(local, &world->localRank)) break;
     world->how = "environment rendezvous";
     if (size > 1 && !std::getenv("NCCL_COMM_ID")) {
       std::fprintf(stderr,

@@ -19,6 +19,10 @@ namespace chorus_bench {
 struct ProcessWorld {
   int rank = 0;
   int size = 1;
+  // This process's index among the job's processes on this machine, which
+  // picks its GPUs (CHORUS_LOCAL_RANK from chorusrun, LOCAL_RANK, OpenMPI's
+  // local rank, or the node-local rank under MPI; `rank` when none is known).
+  int localRank = 0;
   const char* how = "single process";  // for the header
 };
 

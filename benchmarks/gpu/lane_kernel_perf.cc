@@ -94,22 +94,17 @@ int main(int argc, char** argv) {
       const uint32_t piece = proto == chorus::dev::Protocol::LL ? chorus::dev::llPayloadBytes(slotBytes) : slotBytes;
       chorus::dev::DevLane lanes[2] = {{0, 1, piece, proto}, {1, 1, piece, proto}};
       chorus::dev::DevFifo fifos[2] = {sendEnd, recvEnd};
-      void *dl, *ds, *df;
-      CHECK_CUDA(cudaMalloc(&dl, sizeof(lanes)));
-      CHECK_CUDA(cudaMalloc(&ds, sizeof(steps)));
-      CHECK_CUDA(cudaMalloc(&df, sizeof(fifos)));
-      CHECK_CUDA(cudaMemcpy(dl, lanes, sizeof(lanes), cudaMemcpyHostToDevice));
-      CHECK_CUDA(cudaMemcpy(ds, steps, sizeof(steps), cudaMemcpyHostToDevice));
-      CHECK_CUDA(cudaMemcpy(df, fifos, sizeof(fifos), cudaMemcpyHostToDevice));
       CHECK_CUDA(cudaMemset(ctl, 0, sizeof(Counters)));
       CHECK_CUDA(cudaMemset(slots, 0, size_t(simpleSlot) * nslots));  // LL lines start with flag 0
       chorus::dev::LaneLaunch L;
       L.type = ncclFloat32;
       L.kind = chorus::ReduceKind::Sum;
-      L.lanes = static_cast<chorus::dev::DevLane*>(dl);
+      L.lanes = lanes;
       L.nLanes = 2;
-      L.steps = static_cast<chorus::dev::DevStep*>(ds);
-      L.fifos = static_cast<chorus::dev::DevFifo*>(df);
+      L.steps = steps;
+      L.nSteps = 2;
+      L.fifos = fifos;
+      L.nFifos = 2;
       L.threads = 512;
       L.timeoutNs = 10ull * 1000 * 1000 * 1000;
       const double us =
@@ -120,9 +115,6 @@ int main(int argc, char** argv) {
       const double gbs = 3.0 * bytes / (us * 1e3), copyGbs = 2.0 * bytes / (copyUs * 1e3);
       std::printf("%12zu %8s %12.2f %12.1f %12.1f %10.2f\n", bytes,
                   proto == chorus::dev::Protocol::LL ? "LL" : "Simple", us, gbs, copyGbs, gbs / copyGbs);
-      cudaFree(dl);
-      cudaFree(ds);
-      cudaFree(df);
     }
   }
   CHECK_CUDA(cudaDeviceSynchronize());

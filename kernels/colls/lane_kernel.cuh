@@ -51,8 +51,12 @@ __device__ __forceinline__ void reduceAs(const Fn& fn, T* dst, const T* a, bool 
 
 // The piece's value into `target`, from received pieces r0/r1 (Cg: in
 // connector slots) and the local input src; mirrors combine() of the host.
+// With two received pieces and an input, r0 ⊕ r1 is formed in r0's own
+// storage (a received slot, or its shared-memory stage: this lane's until it
+// frees it) before ⊕ src, so an in-place step (target == src) never
+// overwrites its input before reading it.
 template <typename T, ReduceKind K, bool Cg, typename Fn>
-__device__ void combinePiece(const Fn& fn, const DevStep& s, T* target, const T* r0, const T* r1, const T* src,
+__device__ void combinePiece(const Fn& fn, const DevStep& s, T* target, T* r0, const T* r1, const T* src,
                              size_t n) {
   const bool pre = s.preSrc != 0, post = s.post != 0;
   if (s.nRecv == 0) {
@@ -64,9 +68,9 @@ __device__ void combinePiece(const Fn& fn, const DevStep& s, T* target, const T*
   } else if (src == nullptr) {
     reduceAs<T, K, Cg, Cg, true>(fn, target, r0, false, r1, false, n, post);
   } else {
-    reduceAs<T, K, Cg, Cg, true>(fn, target, r0, false, r1, false, n, false);
+    reduceAs<T, K, Cg, Cg, true>(fn, r0, r0, false, r1, false, n, false);
     __syncthreads();
-    reduceAs<T, K, false, false, true>(fn, target, target, false, src, pre, n, post);
+    reduceAs<T, K, Cg, false, true>(fn, target, r0, false, src, pre, n, post);
   }
 }
 
@@ -84,57 +88,57 @@ struct LaneShared {
 
 // The slot at a connector end's current position.
 template <typename T>
-__device__ __forceinline__ T* currentSlot(const LaneLaunch& L, int fifo) {
-  const DevFifo& f = L.fifos[fifo];
+__device__ __forceinline__ T* currentSlot(const LaneParams& P, int fifo) {
+  const DevFifo& f = P.fifos[fifo];
   return reinterpret_cast<T*>(slotAt(f, *f.position));
 }
 
 // Thread 0: waits for the step's send slots to be free and, with Simple
 // (waitRecvs), for its receive slots to be filled. False on failure.
-__device__ inline bool waitConnectors(const LaneLaunch& L, const DevStep& s, uint32_t bytes, bool waitRecvs,
+__device__ inline bool waitConnectors(const LaneParams& P, const DevStep& s, uint32_t bytes, bool waitRecvs,
                                       Waiter& w) {
   for (int i = 0; waitRecvs && i < s.nRecv; ++i)
-    if (!waitFilled(L.fifos[s.recv[i]], bytes, w, L)) return false;
+    if (!waitFilled(P.fifos[s.recv[i]], bytes, w, P.L)) return false;
   for (int i = 0; i < s.nSend; ++i)
-    if (!waitEmpty(L.fifos[s.send[i]], w)) return false;
+    if (!waitEmpty(P.fifos[s.send[i]], w)) return false;
   return true;
 }
 
 // One Simple piece. False when the launch must stop.
 template <typename T, ReduceKind K, typename Fn>
-__device__ bool simplePiece(const LaneLaunch& L, const Fn& fn, const DevStep& s, size_t done, size_t n, LaneShared& sh,
+__device__ bool simplePiece(const LaneParams& P, const Fn& fn, const DevStep& s, size_t done, size_t n, LaneShared& sh,
                             Waiter& w) {
   const uint32_t bytes = static_cast<uint32_t>(n * sizeof(T));
-  if (threadIdx.x == 0 && !waitConnectors(L, s, bytes, true, w)) sh.failed = 1;
+  if (threadIdx.x == 0 && !waitConnectors(P, s, bytes, true, w)) sh.failed = 1;
   __syncthreads();
   if (sh.failed) return false;
-  const T* r0 = s.nRecv > 0 ? currentSlot<T>(L, s.recv[0]) : nullptr;
-  const T* r1 = s.nRecv > 1 ? currentSlot<T>(L, s.recv[1]) : nullptr;
+  T* r0 = s.nRecv > 0 ? currentSlot<T>(P, s.recv[0]) : nullptr;
+  const T* r1 = s.nRecv > 1 ? currentSlot<T>(P, s.recv[1]) : nullptr;
   const T* src = s.src ? static_cast<const T*>(s.src) + done : nullptr;
   T* dst = s.dst ? static_cast<T*>(s.dst) + done : nullptr;
   // Compute into the local output when there is one (send slots may be in a
   // peer's memory, slow to read back), else into the first send slot.
-  T* target = dst ? dst : currentSlot<T>(L, s.send[0]);
+  T* target = dst ? dst : currentSlot<T>(P, s.send[0]);
   combinePiece<T, K, true>(fn, s, target, r0, r1, src, n);
   __syncthreads();
-  for (int i = (dst ? 0 : 1); i < s.nSend; ++i) copyPiece(currentSlot<T>(L, s.send[i]), target, n);
+  for (int i = (dst ? 0 : 1); i < s.nSend; ++i) copyPiece(currentSlot<T>(P, s.send[i]), target, n);
   __syncthreads();
   if (threadIdx.x == 0) {
-    for (int i = 0; i < s.nSend; ++i) publishSimple(L.fifos[s.send[i]], bytes);
-    for (int i = 0; i < s.nRecv; ++i) releaseSlot(L.fifos[s.recv[i]]);
+    for (int i = 0; i < s.nSend; ++i) publishSimple(P.fifos[s.send[i]], bytes);
+    for (int i = 0; i < s.nRecv; ++i) releaseSlot(P.fifos[s.recv[i]]);
   }
   return true;
 }
 
 // One LL piece (bytes <= kLLMaxPieceBytes). False when the launch must stop.
 template <typename T, ReduceKind K, typename Fn>
-__device__ bool llPiece(const LaneLaunch& L, const Fn& fn, const DevStep& s, size_t done, size_t n, LaneShared& sh,
+__device__ bool llPiece(const LaneParams& P, const Fn& fn, const DevStep& s, size_t done, size_t n, LaneShared& sh,
                         Waiter& w) {
   const uint32_t bytes = static_cast<uint32_t>(n * sizeof(T));
-  if (threadIdx.x == 0 && !waitConnectors(L, s, bytes, false, w)) sh.failed = 1;
+  if (threadIdx.x == 0 && !waitConnectors(P, s, bytes, false, w)) sh.failed = 1;
   bool ok = true;
   for (int i = 0; i < s.nRecv && ok; ++i) {
-    const DevFifo& f = L.fifos[s.recv[i]];
+    const DevFifo& f = P.fifos[s.recv[i]];
     ok = llRead(f, *f.position, sh.stage[i], bytes, w);
   }
   if (!ok) atomicExch(&sh.failed, 1);
@@ -147,42 +151,43 @@ __device__ bool llPiece(const LaneLaunch& L, const Fn& fn, const DevStep& s, siz
   // Zero the padding of the last 4-byte word so lines carry defined bytes.
   if (s.nSend > 0 && threadIdx.x == 0 && bytes % 4 != 0) sh.stage[2][bytes / 4] = 0;
   __syncthreads();
-  combinePiece<T, K, false>(fn, s, out, reinterpret_cast<const T*>(sh.stage[0]),
-                            reinterpret_cast<const T*>(sh.stage[1]), src, n);
+  combinePiece<T, K, false>(fn, s, out, reinterpret_cast<T*>(sh.stage[0]), reinterpret_cast<const T*>(sh.stage[1]),
+                            src, n);
   __syncthreads();
   if (s.nSend > 0) {
     if (dst) copyPiece(dst, out, n);
     for (int i = 0; i < s.nSend; ++i) {
-      const DevFifo& f = L.fifos[s.send[i]];
+      const DevFifo& f = P.fifos[s.send[i]];
       llWrite(f, *f.position, sh.stage[2], bytes);
     }
   }
   __syncthreads();
   if (threadIdx.x == 0) {
-    for (int i = 0; i < s.nSend; ++i) advanceLL(L.fifos[s.send[i]]);
-    for (int i = 0; i < s.nRecv; ++i) releaseSlot(L.fifos[s.recv[i]]);
+    for (int i = 0; i < s.nSend; ++i) advanceLL(P.fifos[s.send[i]]);
+    for (int i = 0; i < s.nRecv; ++i) releaseSlot(P.fifos[s.recv[i]]);
   }
   return true;
 }
 
 template <typename T, ReduceKind K>
-__global__ void __launch_bounds__(kLaneMaxThreads) laneKernel(LaneLaunch L) {
+__global__ void __launch_bounds__(kLaneMaxThreads) laneKernel(const __grid_constant__ LaneParams P) {
   __shared__ LaneShared sh;
   if (threadIdx.x == 0) sh.failed = 0;
   __syncthreads();
-  const DevLane lane = L.lanes[blockIdx.x];
-  const auto fn = FunctorOf<T, K>::make(L.scalar, L.divisor);
-  Waiter w(L, &sh.failed);
+  const DevLane lane = P.lanes[blockIdx.x];
+  const void* scalar = P.L.scalar != nullptr ? P.L.scalar : static_cast<const void*>(&P.L.scalarBits);
+  const auto fn = FunctorOf<T, K>::make(scalar, P.L.divisor);
+  Waiter w(P.L, &sh.failed);
   for (uint32_t k = 0; k < lane.nSteps; ++k) {
-    const DevStep s = L.steps[lane.firstStep + k];
+    const DevStep s = P.steps[lane.firstStep + k];
     const bool moves = s.nRecv + s.nSend > 0;
     const size_t perPiece = size_t(lane.pieceBytes) / sizeof(T);
     const size_t pieceElems = moves ? (perPiece > 0 ? perPiece : 1) : size_t(s.count);
     for (size_t done = 0; done < s.count;) {
       const size_t left = size_t(s.count) - done;
       const size_t n = pieceElems < left ? pieceElems : left;
-      const bool ok = lane.protocol == Protocol::LL ? llPiece<T, K>(L, fn, s, done, n, sh, w)
-                                                    : simplePiece<T, K>(L, fn, s, done, n, sh, w);
+      const bool ok = lane.protocol == Protocol::LL ? llPiece<T, K>(P, fn, s, done, n, sh, w)
+                                                    : simplePiece<T, K>(P, fn, s, done, n, sh, w);
       if (!ok) return;
       done += n;
       w.progressed();
@@ -194,8 +199,12 @@ __global__ void __launch_bounds__(kLaneMaxThreads) laneKernel(LaneLaunch L) {
 template <typename T, ReduceKind K>
 cudaError_t launchLanesKind(const LaneLaunch& L, cudaStream_t stream) {
   if (L.nLanes <= 0) return cudaSuccess;
-  if (L.threads <= 0 || L.threads > kLaneMaxThreads || L.threads % 32 != 0) return cudaErrorInvalidValue;
-  laneKernel<T, K><<<L.nLanes, L.threads, 0, stream>>>(L);
+  // Built per launch on the host stack; the launch copies it.
+  LaneParams params;
+  const cudaError_t packed = packLaneParams(L, sizeof(T), &params);
+  if (packed != cudaSuccess) return packed;
+  (void)cudaGetLastError();  // report this launch's error, not an earlier one (e.g. an event query's NotReady)
+  laneKernel<T, K><<<L.nLanes, L.threads, 0, stream>>>(params);
   return cudaGetLastError();
 }
 

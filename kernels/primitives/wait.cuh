@@ -20,10 +20,12 @@ __device__ __forceinline__ uint64_t globalTimerNs() {
 // Records the first failure of a launch; later ones are dropped.
 __device__ inline void recordFailure(LaneStatusRecord* rec, LaneStatus why, int lane, int peer, uint32_t detail) {
   if (rec == nullptr) return;
-  if (atomicCAS(&rec->status, 0, static_cast<int32_t>(why)) == 0) {
+  if (atomicCAS(&rec->claim, 0, 1) == 0) {
     rec->lane = lane;
     rec->peer = peer;
     rec->detail = detail;
+    __threadfence_system();
+    *reinterpret_cast<volatile int32_t*>(&rec->status) = static_cast<int32_t>(why);
     __threadfence_system();
   }
 }

@@ -87,78 +87,89 @@ Task makeTask(CollType type, const void* sendbuff, void* recvbuff, size_t count,
 }  // namespace
 
 CHORUS_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-                                         ncclRedOp_t op, ncclComm_t comm, cudaStream_t) {
+                                         ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
   Task t = makeTask(CollType::AllReduce, sendbuff, recvbuff, count, 0, comm);
+  t.stream = stream;
   return submit(t, "ncclAllReduce", true, enumValue(datatype), enumValue(op), buffersBoth);
 }
 CHORUS_EXPORT_ALIAS(ncclAllReduce)
 
 CHORUS_EXPORT ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
-                                             ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t) {
+                                             ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
   Task t = makeTask(CollType::ReduceScatter, sendbuff, recvbuff, recvcount, 0, comm);
+  t.stream = stream;
   return submit(t, "ncclReduceScatter", true, enumValue(datatype), enumValue(op), buffersBoth);
 }
 CHORUS_EXPORT_ALIAS(ncclReduceScatter)
 
 CHORUS_EXPORT ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
-                                         ncclDataType_t datatype, ncclComm_t comm, cudaStream_t) {
+                                         ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
   Task t = makeTask(CollType::AllGather, sendbuff, recvbuff, sendcount, 0, comm);
+  t.stream = stream;
   return submit(t, "ncclAllGather", false, enumValue(datatype), 0, buffersBoth);
 }
 CHORUS_EXPORT_ALIAS(ncclAllGather)
 
 CHORUS_EXPORT ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-                                        ncclComm_t comm, cudaStream_t) {
+                                        ncclComm_t comm, cudaStream_t stream) {
   Task t = makeTask(CollType::AlltoAll, sendbuff, recvbuff, count, 0, comm);
+  t.stream = stream;
   return submit(t, "ncclAlltoAll", false, enumValue(datatype), 0, buffersBoth);
 }
 CHORUS_EXPORT_ALIAS(ncclAlltoAll)
 
 CHORUS_EXPORT ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-                                      ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t) {
+                                      ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
   Task t = makeTask(CollType::Reduce, sendbuff, recvbuff, count, root, comm);
+  t.stream = stream;
   return submit(t, "ncclReduce", true, enumValue(datatype), enumValue(op), rootedBuffers);
 }
 CHORUS_EXPORT_ALIAS(ncclReduce)
 
 CHORUS_EXPORT ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-                                         int root, ncclComm_t comm, cudaStream_t) {
+                                         int root, ncclComm_t comm, cudaStream_t stream) {
   Task t = makeTask(CollType::Broadcast, sendbuff, recvbuff, count, root, comm);
+  t.stream = stream;
   return submit(t, "ncclBroadcast", false, enumValue(datatype), 0, rootedBuffers);
 }
 CHORUS_EXPORT_ALIAS(ncclBroadcast)
 
 CHORUS_EXPORT ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
-                                     cudaStream_t) {
+                                     cudaStream_t stream) {
   Task t = makeTask(CollType::Broadcast, buff, buff, count, root, comm);
+  t.stream = stream;
   return submit(t, "ncclBcast", false, enumValue(datatype), 0, rootedBuffers);
 }
 CHORUS_EXPORT_ALIAS(ncclBcast)
 
 CHORUS_EXPORT ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-                                      int root, ncclComm_t comm, cudaStream_t) {
+                                      int root, ncclComm_t comm, cudaStream_t stream) {
   Task t = makeTask(CollType::Gather, sendbuff, recvbuff, count, root, comm);
+  t.stream = stream;
   return submit(t, "ncclGather", false, enumValue(datatype), 0, rootedBuffers);
 }
 CHORUS_EXPORT_ALIAS(ncclGather)
 
 CHORUS_EXPORT ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-                                       int root, ncclComm_t comm, cudaStream_t) {
+                                       int root, ncclComm_t comm, cudaStream_t stream) {
   Task t = makeTask(CollType::Scatter, sendbuff, recvbuff, count, root, comm);
+  t.stream = stream;
   return submit(t, "ncclScatter", false, enumValue(datatype), 0, rootedBuffers);
 }
 CHORUS_EXPORT_ALIAS(ncclScatter)
 
 CHORUS_EXPORT ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
-                                    ncclComm_t comm, cudaStream_t) {
+                                    ncclComm_t comm, cudaStream_t stream) {
   Task t = makeTask(CollType::Send, sendbuff, nullptr, count, peer, comm);
+  t.stream = stream;
   return submit(t, "ncclSend", false, enumValue(datatype), 0, peerBuffer);
 }
 CHORUS_EXPORT_ALIAS(ncclSend)
 
 CHORUS_EXPORT ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
-                                    cudaStream_t) {
+                                    cudaStream_t stream) {
   Task t = makeTask(CollType::Recv, nullptr, recvbuff, count, peer, comm);
+  t.stream = stream;
   return submit(t, "ncclRecv", false, enumValue(datatype), 0, peerBuffer);
 }
 CHORUS_EXPORT_ALIAS(ncclRecv)

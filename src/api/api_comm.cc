@@ -128,6 +128,10 @@ CHORUS_EXPORT_ALIAS(ncclCommRevoke)
 CHORUS_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
   CHORUS_CHECK(checkComm(comm, "ncclCommGetAsyncError"));
   CHORUS_CHECK(checkPtr(asyncError, "ncclCommGetAsyncError", "asyncError"));
+  // What the kernels reported so far (not while init may still be creating
+  // the GPU state, nor once abort may be tearing it down).
+  if (comm->asyncError.load() != ncclInProgress && !comm->abortFlag.load() && comm->gpu)
+    (void)chorus::gpu::commPollError(comm);
   *asyncError = static_cast<ncclResult_t>(comm->asyncError.load());
   return ncclSuccess;
 }

@@ -4,13 +4,14 @@
 
 #include <cstdlib>
 #include <mutex>
-#include <unordered_set>
+#include <unordered_map>
 
 #include "api/arg_checks.h"
 #include "api/export.h"
 #include "core/comm.h"
 #include "core/comm_query.h"
 #include "core/log.h"
+#include "core/mode.h"
 #include "core/result.h"
 #include "enqueue/group.h"
 
@@ -18,25 +19,32 @@ using namespace chorus;
 
 namespace {
 
-// Allocations made by ncclMemAlloc, so ncclMemFree can reject foreign pointers.
-class HostAllocationRegistry {
+// Allocations made by ncclMemAlloc and where they live, so ncclMemFree can
+// reject foreign pointers and free each kind the right way.
+class AllocationRegistry {
  public:
-  static HostAllocationRegistry& instance() {
-    static HostAllocationRegistry r;
+  enum class Kind { Host, Device };
+  static AllocationRegistry& instance() {
+    static AllocationRegistry r;
     return r;
   }
-  void add(void* p) {
+  void add(void* p, Kind kind) {
     std::lock_guard<std::mutex> lock(mutex_);
-    live_.insert(p);
+    live_[p] = kind;
   }
-  bool remove(void* p) {
+  // False if `p` is not a live allocation; else removes it and says its kind.
+  bool remove(void* p, Kind* kind) {
     std::lock_guard<std::mutex> lock(mutex_);
-    return live_.erase(p) == 1;
+    auto it = live_.find(p);
+    if (it == live_.end()) return false;
+    *kind = it->second;
+    live_.erase(it);
+    return true;
   }
 
  private:
   std::mutex mutex_;
-  std::unordered_set<void*> live_;
+  std::unordered_map<void*, Kind> live_;
 };
 
 }  // namespace
@@ -98,12 +106,22 @@ CHORUS_EXPORT_ALIAS(ncclGroupSimulateEnd)
 CHORUS_EXPORT ncclResult_t ncclMemAlloc(void** ptr, size_t size) {
   CHORUS_CHECK(checkPtr(ptr, "ncclMemAlloc", "ptr"));
   if (size == 0) return fail(ncclInvalidArgument, "ncclMemAlloc: size is 0");
-  // Host mode: page-aligned host memory (the GPU build will allocate device memory).
+  // Memory for the mode new communicators get: device memory on the current
+  // device when that is GPU mode, page-aligned host memory otherwise.
+  chorusMode_t mode = chorusModeHost;
+  CHORUS_CHECK(resolveMode(&mode));
+  if (mode == chorusModeGpu) {
+    void* d = nullptr;
+    CHORUS_CHECK(gpu::memAlloc(&d, size));
+    AllocationRegistry::instance().add(d, AllocationRegistry::Kind::Device);
+    *ptr = d;
+    return ncclSuccess;
+  }
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   void* p = nullptr;
   if (posix_memalign(&p, page, (size + page - 1) / page * page) != 0)
     return fail(ncclSystemError, "ncclMemAlloc: cannot allocate %zu bytes", size);
-  HostAllocationRegistry::instance().add(p);
+  AllocationRegistry::instance().add(p, AllocationRegistry::Kind::Host);
   *ptr = p;
   return ncclSuccess;
 }
@@ -111,17 +129,28 @@ CHORUS_EXPORT_ALIAS(ncclMemAlloc)
 
 CHORUS_EXPORT ncclResult_t ncclMemFree(void* ptr) {
   if (ptr == nullptr) return ncclSuccess;
-  if (!HostAllocationRegistry::instance().remove(ptr))
+  AllocationRegistry::Kind kind = AllocationRegistry::Kind::Host;
+  if (!AllocationRegistry::instance().remove(ptr, &kind))
     return fail(ncclInvalidArgument, "ncclMemFree: %p was not allocated by ncclMemAlloc", ptr);
+  if (kind == AllocationRegistry::Kind::Device) return gpu::memFree(ptr);
   std::free(ptr);
   return ncclSuccess;
 }
 CHORUS_EXPORT_ALIAS(ncclMemFree)
 
+// GPU-mode communicators register device memory only (what their kernels read).
+static ncclResult_t checkRegistrable(const ncclComm* comm, const void* buff, const char* fn) {
+  int device = -1;
+  if (comm->id.hostMode || gpu::devicePointer(buff, &device)) return ncclSuccess;
+  return fail(ncclInvalidArgument, "%s: %p is not device memory; a GPU-mode communicator registers device buffers", fn,
+              buff);
+}
+
 CHORUS_EXPORT ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t size, void** handle) {
   CHORUS_CHECK(checkComm(comm, "ncclCommRegister"));
   CHORUS_CHECK(checkPtr(handle, "ncclCommRegister", "handle"));
   CHORUS_CHECK(checkBuffer(buff, size, "ncclCommRegister", "buff"));
+  CHORUS_CHECK(checkRegistrable(comm, buff, "ncclCommRegister"));
   return comm->registrations.add(buff, size, handle);
 }
 CHORUS_EXPORT_ALIAS(ncclCommRegister)
@@ -142,6 +171,7 @@ CHORUS_EXPORT ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, s
   if ((winFlags & NCCL_WIN_COLL_SYMMETRIC) && reinterpret_cast<uintptr_t>(buff) % NCCL_WIN_REQUIRED_ALIGNMENT != 0)
     return fail(ncclInvalidArgument, "ncclCommWindowRegister: symmetric windows must be %d-byte aligned",
                 NCCL_WIN_REQUIRED_ALIGNMENT);
+  CHORUS_CHECK(checkRegistrable(comm, buff, "ncclCommWindowRegister"));
   return comm->registrations.addWindow(comm, buff, size, winFlags, win);
 }
 CHORUS_EXPORT_ALIAS(ncclCommWindowRegister)

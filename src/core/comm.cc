@@ -17,6 +17,10 @@ void commSetError(ncclComm* comm, ncclResult_t code, const std::string& message)
 }
 
 ncclResult_t commCheckUsable(ncclComm* comm, const char* fn) {
+  // A kernel's failure becomes the communicator's (not while init may still
+  // be creating the GPU state, nor once abort may be tearing it down).
+  if (comm->asyncError.load() != ncclInProgress && !comm->abortFlag.load() && comm->gpu)
+    (void)gpu::commPollError(comm);
   int err = comm->asyncError.load();
   if (err == ncclInProgress) return fail(ncclInvalidUsage, "%s: communicator is still initializing", fn);
   if (comm->revoked.load()) return fail(ncclInvalidUsage, "%s: communicator was revoked", fn);

@@ -16,6 +16,7 @@
 #include "core/comm_config.h"
 #include "core/redop_table.h"
 #include "core/registration.h"
+#include "gpu/gpu_runtime.h"
 #include "host/plan_cache.h"
 #include "nccl.h"
 #include "topo/comm_topology.h"
@@ -56,6 +57,9 @@ struct ncclComm {
   chorus::PlanCache planCache;  // guarded by opMutex
   // Rings, trees and hierarchical groups (graph/comm_graph.h), searched at init.
   std::shared_ptr<const chorus::graph::CommGraph> graph;
+  // GPU mode only: device, abort flag and status the kernels see, position
+  // counters, launches in flight (src/gpu/cuda/comm_state.h).
+  chorus::gpu::CommStatePtr gpu;
 
   // Set by ncclCommAbort (or a shrink with NCCL_SHRINK_ABORT): every wait ends.
   std::atomic<bool> abortFlag{false};

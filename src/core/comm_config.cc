@@ -49,6 +49,7 @@ ncclResult_t resolveCommConfig(const ncclConfig_t* user, const CommConfig* inher
       c.maxChannels = maxCh > 0 ? std::min(c.maxChannels, ctas) : ctas;
     }
     if (c.minChannels > c.maxChannels) c.maxChannels = c.minChannels;
+    c.maxChannelsChosen = maxCh > 0 || params::maxCtas() > 0;
   }
   if (user == nullptr) {
     *out = c;
@@ -67,6 +68,7 @@ ncclResult_t resolveCommConfig(const ncclConfig_t* user, const CommConfig* inher
   if (user->maxCTAs != NCCL_CONFIG_UNDEF_INT) {
     if (user->maxCTAs < 1) return fail(ncclInvalidArgument, "config: maxCTAs must be >= 1, got %d", user->maxCTAs);
     c.maxChannels = std::min(user->maxCTAs, 32);
+    c.maxChannelsChosen = true;
   }
   if (c.minChannels > c.maxChannels) c.maxChannels = c.minChannels;
   if (has(user, &user->commName) && user->commName != nullptr) c.commName = user->commName;

@@ -13,6 +13,7 @@ struct CommConfig {
   int blocking = 1;
   int minChannels = 1;
   int maxChannels = 2;
+  bool maxChannelsChosen = false;  // set by the user (env or config): GPU mode keeps it
   std::string commName;
   int splitShare = 0;
   uint32_t slotBytes = 128 * 1024;

@@ -59,6 +59,8 @@ ncclResult_t exchangePeers(ncclComm* comm, const WaitBound& bound) {
   mine.processToken = processToken();
   mine.cudaDev = comm->id.cudaDev;
   mine.hostMode = comm->id.hostMode ? 1 : 0;
+  if (!comm->id.hostMode)
+    snprintf(mine.busId, sizeof(mine.busId), "%s", gpu::pciBusId(comm->id.cudaDev).c_str());
   // The topology record rides on the same all-gather: no extra round.
   struct InitRecord {
     PeerInfo peer;
@@ -93,6 +95,10 @@ ncclResult_t exchangePeers(ncclComm* comm, const WaitBound& bound) {
 }
 
 ncclResult_t initMembers(ncclComm* comm, MemberSpec spec) {
+  // Init may run on a thread of the library (a group's init, a non-blocking
+  // init): make the communicator's device current there. On the caller's
+  // thread it already is (newComm took it from there).
+  if (!comm->id.hostMode) CHORUS_CHECK(gpu::selectDevice(comm->id.cudaDev));
   WaitBound bound = waitBoundAfter(comm->config.initTimeoutMs, &comm->abortFlag);
   if (!spec.store) {
     CHORUS_CHECK(connectStore(spec.id, spec.rank, bound, &spec.store));
@@ -102,6 +108,7 @@ ncclResult_t initMembers(ncclComm* comm, MemberSpec spec) {
   comm->id.commHash = hashBytes(spec.prefix.data(), spec.prefix.size());
   comm->bootstrap = std::make_unique<Bootstrap>(spec.store, spec.prefix, spec.rank, spec.nranks);
   CHORUS_CHECK(exchangePeers(comm, bound));
+  if (!comm->id.hostMode) CHORUS_CHECK(gpu::commSetup(comm));  // sizes channels: before the graph search
   CHORUS_CHECK(setupCommGraph(comm));
   CHORUS_INFO(kLogInit, "comm %p hash %016llx rank %d/%d (local %d/%d) ready in %s mode%s%s", (void*)comm,
               (unsigned long long)comm->id.commHash, comm->id.rank, comm->id.nranks, comm->id.localRank,
@@ -110,17 +117,30 @@ ncclResult_t initMembers(ncclComm* comm, MemberSpec spec) {
   return ncclSuccess;
 }
 
-// Allocates and registers a communicator in the "initializing" state.
-ncclResult_t newComm(int rank, int nranks, const ncclConfig_t* cfg, const CommConfig* inherit, ncclComm** out) {
+// Allocates and registers a communicator in the "initializing" state. A
+// split/shrink child (parent != null) inherits the parent's config defaults,
+// mode and device; a new communicator resolves the mode and takes the
+// calling thread's current device (GPU mode), like NCCL.
+ncclResult_t newComm(int rank, int nranks, const ncclConfig_t* cfg, const ncclComm* parent, ncclComm** out) {
   CommConfig config;
-  CHORUS_CHECK(resolveCommConfig(cfg, inherit, &config));
-  chorusMode_t mode;
-  CHORUS_CHECK(resolveMode(&mode));
+  CHORUS_CHECK(resolveCommConfig(cfg, parent ? &parent->config : nullptr, &config));
+  bool hostMode = true;
+  int device = -1;
+  if (parent != nullptr) {
+    hostMode = parent->id.hostMode;
+    device = parent->id.cudaDev;
+  } else {
+    chorusMode_t mode;
+    CHORUS_CHECK(resolveMode(&mode));
+    hostMode = mode == chorusModeHost;
+    if (!hostMode) CHORUS_CHECK(gpu::currentDevice(&device));
+  }
   auto* comm = new ncclComm();
   comm->config = config;
   comm->id.rank = rank;
   comm->id.nranks = nranks;
-  comm->id.hostMode = mode == chorusModeHost;
+  comm->id.hostMode = hostMode;
+  comm->id.cudaDev = device;
   comm->asyncError = ncclInProgress;
   CommRegistry::instance().add(comm);
   *out = comm;
@@ -130,6 +150,7 @@ ncclResult_t newComm(int rank, int nranks, const ncclConfig_t* cfg, const CommCo
 void deleteComm(ncclComm* comm) {
   CommRegistry::instance().remove(comm);
   if (comm->initThread.joinable()) comm->initThread.join();
+  gpu::commTeardown(comm, /*abort=*/true);  // init failed after GPU setup (destroy tore down already)
   delete comm;
 }
 
@@ -177,10 +198,20 @@ ncclResult_t commInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
   ncclUniqueId id;
   CHORUS_CHECK(createUniqueId(&id));
   std::fill(comms, comms + ndev, nullptr);
+  // In GPU mode rank r belongs to devlist[r] (default: device r); a devlist
+  // may repeat a device to put several ranks on one GPU.
+  chorusMode_t mode = chorusModeHost;
+  CHORUS_CHECK(resolveMode(&mode));
+  int callerDevice = -1;
+  if (mode == chorusModeGpu) CHORUS_CHECK(gpu::currentDevice(&callerDevice));
   CHORUS_CHECK(groupStart());
   ncclResult_t res = ncclSuccess;
-  for (int r = 0; r < ndev && res == ncclSuccess; ++r) res = commInitRank(&comms[r], ndev, id, r, nullptr);
+  for (int r = 0; r < ndev && res == ncclSuccess; ++r) {
+    if (mode == chorusModeGpu) res = gpu::selectDevice(devlist != nullptr ? devlist[r] : r);
+    if (res == ncclSuccess) res = commInitRank(&comms[r], ndev, id, r, nullptr);
+  }
   ncclResult_t endRes = groupEnd();
+  if (callerDevice >= 0) (void)gpu::selectDevice(callerDevice);
   if (res == ncclSuccess) res = endRes;
   if (res != ncclSuccess) {
     std::string msg = lastErrorMessage();
@@ -189,7 +220,6 @@ ncclResult_t commInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
     std::fill(comms, comms + ndev, nullptr);
     return fail(res, "ncclCommInitAll: %s", msg.c_str());
   }
-  (void)devlist;  // host mode: ranks are threads of this process, not devices
   return ncclSuccess;
 }
 
@@ -216,7 +246,7 @@ ncclResult_t commSplit(ncclComm* parent, int color, int key, ncclComm_t* out, co
   int newRank = 0;
   while (members[newRank].rank != parent->id.rank) ++newRank;
   ncclComm* comm = nullptr;
-  CHORUS_CHECK(newComm(newRank, static_cast<int>(members.size()), cfg, &parent->config, &comm));
+  CHORUS_CHECK(newComm(newRank, static_cast<int>(members.size()), cfg, parent, &comm));
   MemberSpec spec;
   spec.store = parent->store;
   spec.prefix = parent->bootstrap->prefix() + "s" + std::to_string(child) + "." + std::to_string(color) + "/";
@@ -239,6 +269,7 @@ ncclResult_t commShrink(ncclComm* parent, const int* exclude, int nexclude, nccl
                 parent->id.rank);
   if (flags & NCCL_SHRINK_ABORT) {
     parent->revoked = true;  // ends operations still running on the parent
+    gpu::commSignalAbort(parent);
     std::lock_guard<std::mutex> wait(parent->opMutex);
   }
   int newRank = 0, newN = 0;
@@ -253,7 +284,7 @@ ncclResult_t commShrink(ncclComm* parent, const int* exclude, int nexclude, nccl
     child = parent->childCount++;
   }
   ncclComm* comm = nullptr;
-  CHORUS_CHECK(newComm(newRank, newN, cfg, &parent->config, &comm));
+  CHORUS_CHECK(newComm(newRank, newN, cfg, parent, &comm));
   MemberSpec spec;
   spec.store = parent->store;
   spec.prefix = parent->bootstrap->prefix() + "k" + std::to_string(child) + "/";
@@ -265,8 +296,13 @@ ncclResult_t commShrink(ncclComm* parent, const int* exclude, int nexclude, nccl
 namespace {
 ncclResult_t finalizeNow(ncclComm* comm) {
   std::lock_guard<std::mutex> lock(comm->opMutex);
-  // Host mode has nothing in flight once a call returns; the barrier makes
-  // sure no peer still expects this rank before its resources go away.
+  // Host mode has nothing in flight once a call returns; GPU mode first waits
+  // for the kernels it launched. The barrier makes sure no peer still
+  // expects this rank before its resources go away.
+  if (ncclResult_t drained = gpu::commDrain(comm); drained != ncclSuccess) {
+    commSetError(comm, drained, lastErrorMessage());
+    return drained;
+  }
   WaitBound bound = waitBoundAfter(comm->config.timeoutMs, &comm->abortFlag);
   ncclResult_t res = comm->bootstrap->barrier(bound);
   if (res != ncclSuccess) {
@@ -300,6 +336,7 @@ ncclResult_t commFinalize(ncclComm* comm) {
 
 ncclResult_t commRevoke(ncclComm* comm) {
   comm->revoked = true;
+  gpu::commSignalAbort(comm);  // running kernels stop too
   std::lock_guard<std::mutex> wait(comm->opMutex);  // returns once the running operation has stopped
   return ncclSuccess;
 }
@@ -309,6 +346,9 @@ ncclResult_t commDestroy(ncclComm* comm) {
   { std::lock_guard<std::mutex> wait(comm->opMutex); }
   const bool aborting = comm->abortFlag.load();
   const auto bound = std::chrono::milliseconds(std::max<int64_t>(0, comm->config.timeoutMs));
+  // GPU mode: kernels still running are waited for (bounded) or, on abort,
+  // stopped, before the FIFOs they use are freed with the connections.
+  gpu::commTeardown(comm, aborting || comm->revoked.load());
   deleteComm(comm);
   // Network links are closed by the proxy thread: destroy returns once that
   // happened (bounded), so no connection outlives it; abort does not wait.
@@ -318,6 +358,7 @@ ncclResult_t commDestroy(ncclComm* comm) {
 
 ncclResult_t commAbort(ncclComm* comm) {
   comm->abortFlag = true;
+  gpu::commSignalAbort(comm);
   return commDestroy(comm);
 }
 

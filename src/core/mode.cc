@@ -3,8 +3,10 @@
 #include <atomic>
 #include <string>
 
+#include "core/log.h"
 #include "core/params.h"
 #include "core/result.h"
+#include "gpu/gpu_runtime.h"
 
 namespace chorus {
 namespace {
@@ -23,11 +25,26 @@ ncclResult_t resolveMode(chorusMode_t* mode) {
     else if (env != "auto" && !env.empty())
       return fail(ncclInvalidArgument, "CHORUS_MODE=%s: expected auto, host or gpu", env.c_str());
   }
-  if (m == chorusModeGpu)
-    return fail(ncclInvalidUsage,
-                "GPU mode was requested (CHORUS_MODE=gpu or chorusSetDefaultMode) but this build of Chorus has no "
-                "GPU executor; use host mode");
-  // Auto: the GPU executor is not part of this build, so host mode it is.
+  std::string why;
+  if (m == chorusModeGpu) {
+    if (!gpu::usable(&why))
+      return fail(ncclInvalidUsage,
+                  "GPU mode was requested (CHORUS_MODE=gpu or chorusSetDefaultMode) but %s; use host mode",
+                  why.c_str());
+    *mode = chorusModeGpu;
+    return ncclSuccess;
+  }
+  if (m == chorusModeHost) {
+    *mode = chorusModeHost;
+    return ncclSuccess;
+  }
+  // Auto: GPU mode when this process can use a GPU, host mode otherwise.
+  if (gpu::usable(&why)) {
+    *mode = chorusModeGpu;
+    return ncclSuccess;
+  }
+  static std::atomic<bool> said{false};
+  if (!said.exchange(true)) CHORUS_INFO(kLogInit, "host mode: %s", why.c_str());
   *mode = chorusModeHost;
   return ncclSuccess;
 }

@@ -60,6 +60,7 @@ ncclResult_t RedOpTable::resolve(ncclRedOp_t op, ncclDataType_t type, int nranks
                 static_cast<int>(op), e.type, type);
   spec->kind = ReduceKind::PreMulSum;
   spec->scalar = e.residence == ncclScalarHostImmediate ? static_cast<const void*>(&e.immediate) : e.pointer;
+  spec->scalarOnHost = e.residence == ncclScalarHostImmediate;
   return ncclSuccess;
 }
 

@@ -1,7 +1,10 @@
 // Buffers registered with ncclCommRegister / ncclCommWindowRegister.
-// In host mode the executor stages through connector FIFOs whether or not a
-// buffer is registered; registration is validated and tracked so handles
-// can be checked and released, and so a later zero-copy path can use it.
+// Both executors read and write user buffers in place and move data between
+// ranks through the connector FIFOs (one copy into a slot per hop, none into
+// an intermediate user-side staging buffer), whether or not a buffer is
+// registered. Registration is validated (GPU mode: device memory only) and
+// tracked so handles can be checked and released; a zero-copy path that
+// reads a peer's registered buffer directly is not built yet.
 #pragma once
 
 #include <cstddef>

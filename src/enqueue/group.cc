@@ -9,6 +9,7 @@
 
 #include "core/comm.h"
 #include "core/result.h"
+#include "enqueue/gpu_submit.h"
 #include "host/executor.h"
 #include "graph/comm_graph.h"
 #include "host/plan_builder.h"
@@ -107,6 +108,10 @@ ncclResult_t executeOnOneComm(std::span<const Task> tasks) {
   CommGuard guard(tasks[0].comm);
   HostPlan* plan = nullptr;
   CHORUS_CHECK(planFor(tasks, &plan));
+  if (!tasks[0].comm->id.hostMode) {
+    const std::vector<cudaStream_t> streams = streamsOf(tasks);
+    return submitToGpu(std::span<HostPlan* const>(&plan, 1), std::span<const std::vector<cudaStream_t>>(&streams, 1));
+  }
   return runHostPlans(std::span<HostPlan* const>(&plan, 1));
 }
 
@@ -143,7 +148,20 @@ ncclResult_t executeOnManyComms(std::span<const Task> tasks) {
       return res;
     }
   }
-  return runHostPlans(plans);
+  // GPU-mode ranks are enqueued first (that returns at once), then this
+  // thread runs the host-mode ones.
+  std::vector<HostPlan*> gpuPlans, hostPlans;
+  std::vector<std::vector<cudaStream_t>> gpuStreams;
+  for (size_t i = 0; i < plans.size(); ++i) {
+    if (plans[i]->comm->id.hostMode) {
+      hostPlans.push_back(plans[i]);
+      continue;
+    }
+    gpuPlans.push_back(plans[i]);
+    gpuStreams.push_back(streamsOf(groups[i]));
+  }
+  if (!gpuPlans.empty()) CHORUS_CHECK(submitToGpu(gpuPlans, gpuStreams));
+  return hostPlans.empty() ? ncclSuccess : runHostPlans(hostPlans);
 }
 
 ncclResult_t executeTasks(std::span<const Task> tasks) {

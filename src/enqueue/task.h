@@ -34,6 +34,7 @@ struct Task {
   ncclDataType_t dtype = ncclFloat32;
   ReduceSpec spec{};
   int root = 0;  // root for rooted collectives, peer for send/recv
+  cudaStream_t stream = nullptr;  // GPU mode: where the work is enqueued (not part of the plan's identity)
 };
 
 // Bytes the collective moves per rank in the API's terms (the "size" column of nccl-tests).

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <map>
+#include <set>
 
 #include "core/result.h"
 
@@ -35,12 +36,13 @@ class LaunchBuilder {
   LaunchBuilder(const PositionFor& positionFor, std::map<const void*, int>* laneOfConnector)
       : positionFor_(positionFor), laneOfConnector_(laneOfConnector) {}
 
-  ncclResult_t addLane(const Lane& lane, int laneId, size_t* cursor, const ReduceSpec& spec, LaunchArrays* out) {
+  ncclResult_t addLane(const Lane& lane, int laneId, size_t* cursor, const std::set<const ReduceSpec*>& allowed,
+                       bool asBytes, LaunchArrays* out) {
     dev::DevLane dl;
     dl.firstStep = static_cast<uint32_t>(out->steps.size());
     dl.protocol = lane.proto == Proto::LL ? dev::Protocol::LL : dev::Protocol::Simple;
     uint32_t minSlot = UINT32_MAX;
-    for (; *cursor < lane.steps.size() && sameSpec(*lane.steps[*cursor].spec, spec); ++*cursor) {
+    for (; *cursor < lane.steps.size() && allowed.count(lane.steps[*cursor].spec) != 0; ++*cursor) {
       const HostStep& h = lane.steps[*cursor];
       if (h.count == 0) continue;
       dev::DevStep d;
@@ -60,7 +62,7 @@ class LaunchBuilder {
       d.post = h.post;
       d.src = h.src;
       d.dst = h.dst;
-      d.count = h.count;
+      d.count = asBytes ? h.count * typeSize(h.spec->type) : h.count;
       out->steps.push_back(d);
     }
     dl.nSteps = static_cast<uint32_t>(out->steps.size()) - dl.firstStep;
@@ -99,6 +101,91 @@ class LaunchBuilder {
   std::map<const void*, int> index_;
 };
 
+// Tasks that must share one launch: a collective alone, or all the
+// point-to-point tasks of the plan (with the all-to-all, gather and scatter
+// collectives, which are made of sends and receives). A send and a receive of one group may
+// depend on each other (and on other ranks' point-to-point operations) in any
+// order, so they must progress together; they run first, before the
+// collectives, on every rank alike, so no rank waits in a collective for data
+// another rank would send only after its own collective.
+struct TaskUnit {
+  std::vector<size_t> tasks;
+  bool p2p = false;
+};
+
+// Operations built from sends and receives on the point-to-point lanes
+// (src/host/plan_p2p.cc): they share those lanes, so they share the unit.
+bool isP2P(CollType t) {
+  return t == CollType::Send || t == CollType::Recv || t == CollType::AlltoAll || t == CollType::Gather ||
+         t == CollType::Scatter;
+}
+
+std::vector<TaskUnit> taskUnits(const std::vector<Task>& tasks) {
+  std::vector<TaskUnit> units;
+  TaskUnit p2p;
+  p2p.p2p = true;
+  for (size_t i = 0; i < tasks.size(); ++i)
+    if (isP2P(tasks[i].type)) p2p.tasks.push_back(i);
+  if (!p2p.tasks.empty()) units.push_back(std::move(p2p));
+  for (size_t i = 0; i < tasks.size(); ++i)
+    if (!isP2P(tasks[i].type)) units.push_back({{i}, false});
+  return units;
+}
+
+// Point-to-point data is moved, never combined: it runs as bytes, so a group
+// that sends floats and receives ints still fits one launch.
+ReduceSpec launchSpecOf(const Task& t, bool p2p) {
+  if (!p2p) return t.spec;
+  ReduceSpec bytes{};
+  bytes.type = ncclUint8;
+  bytes.kind = ReduceKind::Sum;
+  bytes.scalar = nullptr;
+  bytes.divisor = 1;
+  return bytes;
+}
+
+struct Attempt {
+  LaunchArrays launch;
+  std::vector<size_t> cursor;
+  std::map<const void*, int> laneOfConnector;
+};
+
+bool fits(const LaunchArrays& l) {
+  return l.lanes.size() <= kMaxLanesPerLaunch && l.fifos.size() <= static_cast<size_t>(dev::kLaunchMaxFifos) &&
+         l.steps.size() <= static_cast<size_t>(dev::kLaunchMaxSteps);
+}
+
+// Builds the launch of the tasks of units u..w from `base` cursors; every
+// lane takes its steps of those tasks, in order.
+ncclResult_t tryLaunch(const HostPlan& plan, const PositionFor& positionFor, const std::vector<TaskUnit>& units,
+                       size_t u, size_t w, const Attempt& base, Attempt* out) {
+  *out = base;
+  out->launch = LaunchArrays{};
+  std::set<const ReduceSpec*> allowed;
+  for (size_t k = u; k <= w; ++k)
+    for (size_t t : units[k].tasks) allowed.insert(&plan.tasks[t].spec);
+  const ReduceSpec spec = launchSpecOf(plan.tasks[units[u].tasks[0]], units[u].p2p);
+  dev::LaneLaunch& h = out->launch.header;
+  h.type = spec.type;
+  h.kind = spec.kind;
+  h.scalar = spec.scalar;
+  h.divisor = spec.divisor;
+  out->launch.scalarOnHost = spec.scalarOnHost;
+  LaunchBuilder builder(positionFor, &out->laneOfConnector);
+  for (size_t l = 0; l < plan.lanes.size(); ++l)
+    CHORUS_CHECK(builder.addLane(plan.lanes[l], static_cast<int>(l), &out->cursor[l], allowed, units[u].p2p,
+                                 &out->launch));
+  h.nLanes = static_cast<int>(out->launch.lanes.size());
+  h.nSteps = static_cast<int>(out->launch.steps.size());
+  h.nFifos = static_cast<int>(out->launch.fifos.size());
+  return ncclSuccess;
+}
+
+bool sameLaunchSpec(const HostPlan& plan, const TaskUnit& a, const TaskUnit& b) {
+  if (a.p2p || b.p2p) return a.p2p && b.p2p;
+  return sameSpec(launchSpecOf(plan.tasks[a.tasks[0]], false), launchSpecOf(plan.tasks[b.tasks[0]], false));
+}
+
 }  // namespace
 
 uint32_t devicePieceBytes(Proto proto, size_t lanePieceBytes, uint32_t slotBytes) {
@@ -109,34 +196,36 @@ uint32_t devicePieceBytes(Proto proto, size_t lanePieceBytes, uint32_t slotBytes
 
 ncclResult_t translatePlan(const HostPlan& plan, const PositionFor& positionFor, std::vector<LaunchArrays>* out) {
   out->clear();
-  std::vector<size_t> cursor(plan.lanes.size(), 0);
-  std::map<const void*, int> laneOfConnector;
-  for (;;) {
-    // The next spec: the first unconsumed step of the lowest-numbered task.
-    const ReduceSpec* spec = nullptr;
-    for (const Task& t : plan.tasks) {
-      for (size_t l = 0; l < plan.lanes.size() && spec == nullptr; ++l)
-        if (cursor[l] < plan.lanes[l].steps.size() && plan.lanes[l].steps[cursor[l]].spec == &t.spec) spec = &t.spec;
-      if (spec != nullptr) break;
+  const std::vector<TaskUnit> units = taskUnits(plan.tasks);
+  Attempt done;
+  done.cursor.assign(plan.lanes.size(), 0);
+  for (size_t u = 0; u < units.size();) {
+    // Grow the launch unit by unit while the spec stays the same and it fits.
+    Attempt best;
+    size_t last = u;
+    CHORUS_CHECK(tryLaunch(plan, positionFor, units, u, u, done, &best));
+    if (!fits(best.launch))
+      return fail(ncclInvalidUsage,
+                  "GPU plan: %s of %zu task(s) needs %zu lanes, %zu connector ends and %zu steps in one kernel "
+                  "launch; a launch holds %zu, %d and %d (split the group, or use fewer channels)",
+                  units[u].p2p ? "a group of point-to-point operations" : collName(plan.tasks[units[u].tasks[0]].type),
+                  units[u].tasks.size(), best.launch.lanes.size(), best.launch.fifos.size(),
+                  best.launch.steps.size(), kMaxLanesPerLaunch, dev::kLaunchMaxFifos, dev::kLaunchMaxSteps);
+    for (size_t w = u + 1; w < units.size() && sameLaunchSpec(plan, units[u], units[w]); ++w) {
+      Attempt bigger;
+      CHORUS_CHECK(tryLaunch(plan, positionFor, units, u, w, done, &bigger));
+      if (!fits(bigger.launch)) break;
+      best = std::move(bigger);
+      last = w;
     }
-    if (spec == nullptr) break;
-    LaunchArrays launch;
-    launch.header.type = spec->type;
-    launch.header.kind = spec->kind;
-    launch.header.scalar = spec->scalar;
-    launch.header.divisor = spec->divisor;
-    LaunchBuilder builder(positionFor, &laneOfConnector);
-    for (size_t l = 0; l < plan.lanes.size(); ++l)
-      CHORUS_CHECK(builder.addLane(plan.lanes[l], static_cast<int>(l), &cursor[l], *spec, &launch));
-    if (launch.lanes.size() > kMaxLanesPerLaunch)
-      return fail(ncclInternalError, "GPU plan: %zu lanes in one launch (at most %zu)", launch.lanes.size(),
-                  kMaxLanesPerLaunch);
-    launch.header.nLanes = static_cast<int>(launch.lanes.size());
-    if (!launch.lanes.empty()) out->push_back(std::move(launch));
+    done.cursor = best.cursor;
+    done.laneOfConnector = best.laneOfConnector;
+    if (!best.launch.lanes.empty()) out->push_back(std::move(best.launch));
+    u = last + 1;
   }
   for (size_t l = 0; l < plan.lanes.size(); ++l)
-    if (cursor[l] != plan.lanes[l].steps.size())
-      return fail(ncclInternalError, "GPU plan: lane %zu has steps of no task of the plan", l);
+    if (done.cursor[l] != plan.lanes[l].steps.size())
+      return fail(ncclInternalError, "GPU plan: lane %zu has steps out of task order or of no task of the plan", l);
   return ncclSuccess;
 }
 

@@ -8,15 +8,16 @@
 // machines without a GPU.
 //
 // One launch runs one reduction spec (the kernel is instantiated per element
-// type and reduction), so consecutive tasks with equal specs share a launch
-// and a change of spec starts the next one, in task order. Caveat for the
-// executor: one rank's launches run in order on its stream, so a group that
-// mixes specs *and* exchanges data both ways between two ranks across those
-// launches (A sends floats then receives ints from B; B sends ints then
-// receives floats) can block once a message exceeds the FIFO. Such groups need
-// their specs in one launch (a per-step type in the kernel) or separate
-// streams. Connector ends keep their position counters in device memory (they must survive from
-// launch to launch and through CUDA graph replays); the caller says where.
+// type and reduction). Consecutive collectives with equal specs share a
+// launch while it fits the kernel's parameter block (kernels/lane_plan.h); a
+// change of spec, or a full launch, starts the next one, always at a task
+// boundary: a task's lanes wait for each other, so a task is never split.
+// Consecutive point-to-point tasks form one unit that is never split either
+// (a send and a receive of one group may depend on each other in any order);
+// they move bytes, so the unit runs as one byte-copy launch whatever its
+// datatypes. Connector ends keep their position counters in device memory
+// (they must survive from launch to launch and through CUDA graph replays);
+// the caller says where.
 #pragma once
 
 #include <functional>
@@ -31,7 +32,8 @@ namespace chorus::gpu {
 // The arrays of one launch, in host memory; the executor uploads them (or
 // passes them as kernel parameters) and fills the header's pointers.
 struct LaunchArrays {
-  dev::LaneLaunch header;  // type, kind, scalar, divisor; array pointers left null
+  dev::LaneLaunch header;  // type, kind, scalar, divisor, counts; array pointers left null
+  bool scalarOnHost = false;  // PreMulSum: header.scalar is host memory; the launch copies the value
   std::vector<dev::DevLane> lanes;
   std::vector<dev::DevStep> steps;
   std::vector<dev::DevFifo> fifos;
@@ -45,9 +47,10 @@ using PositionFor = std::function<uint64_t*(const FifoEnd& end, bool sender)>;
 // a GPU.
 inline constexpr size_t kMaxLanesPerLaunch = 64;
 
-// Translates `plan`. Errors (ncclInternalError with a message) when the plan
-// breaks an invariant the kernel relies on: a connector used by two lanes, a
-// piece larger than a slot, too many lanes.
+// Translates `plan`. Errors with a message: ncclInvalidUsage when one task
+// (or point-to-point group) needs more than one launch holds; ncclInternalError
+// when the plan breaks an invariant the kernel relies on (a connector used by
+// two lanes, a piece larger than a slot, steps out of task order).
 ncclResult_t translatePlan(const HostPlan& plan, const PositionFor& positionFor, std::vector<LaunchArrays>* out);
 
 // Payload bytes per piece a lane of protocol `proto` moves through slots of

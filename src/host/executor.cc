@@ -58,26 +58,6 @@ class Backoff {
   std::chrono::steady_clock::time_point yieldStart_{};
 };
 
-// A peer process counts as gone when it no longer exists or is a zombie
-// (exited, not yet reaped by its parent).
-bool peerAlive(int pid) {
-  if (pid <= 0) return true;
-  if (kill(pid, 0) != 0) return errno != ESRCH;
-  char path[64];
-  snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-  FILE* f = fopen(path, "r");
-  if (f == nullptr) return true;
-  char state = 0;
-  // Format: pid (comm) state ...; comm may contain spaces, so find the last ')'.
-  char buf[512];
-  size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-  fclose(f);
-  buf[n] = '\0';
-  const char* close = strrchr(buf, ')');
-  if (close != nullptr && close[1] == ' ') state = close[2];
-  return state != 'Z' && state != 'X';
-}
-
 // Fails if any peer process on this host has exited. Every peer is checked,
 // not only the ones this rank waits on, so the error names the rank that
 // died rather than a survivor that is itself stuck behind it.
@@ -88,7 +68,7 @@ ncclResult_t checkPeersAlive(HostPlan& plan) {
   int ndead = 0;
   for (const PeerInfo& p : comm->conns->peers()) {
     if (p.rank == self.rank || p.hostHash != self.hostHash || p.processToken == self.processToken) continue;
-    if (peerAlive(p.pid)) continue;
+    if (peerProcessAlive(p.pid)) continue;
     dead += std::string(ndead++ ? ", " : "") + "peer rank " + std::to_string(p.rank) + " (pid " +
             std::to_string(p.pid) + ")";
   }
@@ -151,6 +131,26 @@ void markFailed(std::span<HostPlan* const> plans, ncclResult_t res) {
 }
 
 }  // namespace
+
+// A peer process counts as gone when it no longer exists or is a zombie
+// (exited, not yet reaped by its parent).
+bool peerProcessAlive(int pid) {
+  if (pid <= 0) return true;
+  if (kill(pid, 0) != 0) return errno != ESRCH;
+  char path[64];
+  snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+  FILE* f = fopen(path, "r");
+  if (f == nullptr) return true;
+  char state = 0;
+  // Format: pid (comm) state ...; comm may contain spaces, so find the last ')'.
+  char buf[512];
+  size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  const char* close = strrchr(buf, ')');
+  if (close != nullptr && close[1] == ' ') state = close[2];
+  return state != 'Z' && state != 'X';
+}
 
 ncclResult_t runHostPlans(std::span<HostPlan* const> plans) {
   int64_t spins = plans.empty() ? 0 : plans[0]->comm->config.spinCount;

@@ -20,6 +20,9 @@ namespace chorus {
 // error (with a message naming the peer) is returned.
 ncclResult_t runHostPlans(std::span<HostPlan* const> plans);
 
+// Whether process `pid` (a peer on this host) still runs; a zombie counts as gone.
+bool peerProcessAlive(int pid);
+
 // Moves one piece of the lane's current step if its connectors are ready.
 // Returns true if it did. On a protocol violation sets *err.
 bool progressLane(Lane& lane, ncclResult_t* err);

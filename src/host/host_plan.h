@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <tuple>
 #include <vector>
 
@@ -49,6 +50,9 @@ struct HostPlan {
   std::vector<Task> tasks;  // owns the ReduceSpecs the steps point at
   std::vector<Lane> lanes;
   double estimatedUs = 0;
+  // GPU mode: the plan translated into kernel launches (src/gpu/cuda/), made
+  // on first use and reused with the plan.
+  std::shared_ptr<const void> deviceForm;
 };
 
 }  // namespace chorus

@@ -21,6 +21,7 @@ struct ReduceSpec {
   ReduceKind kind;
   const void* scalar;  // PreMulSum only: points at one element of `type`; read when the reduction runs
   int divisor;         // SumPostDiv only: nranks (must be >= 1)
+  bool scalarOnHost = false;  // PreMulSum: `scalar` is host memory (ncclScalarHostImmediate)
 };
 
 // Bytes per element; 0 for an invalid type.

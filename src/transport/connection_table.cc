@@ -36,6 +36,8 @@ ConnRequest ConnectionTable::requestFor(const ConnKey& key, int from, int to, ui
   req.slotBytes = slotBytes;
   req.nslots = nslots;
   req.channel = key.channel;
+  req.deviceMemory = !peers_[rank_].hostMode;
+  req.selfDevice = peers_[rank_].cudaDev;
   char buf[128];
   snprintf(buf, sizeof(buf), "comm %016llx %s ch%u %d->%d", (unsigned long long)commHash_, className(key.cls),
            key.channel, from, to);

@@ -53,6 +53,10 @@ struct MachineModel {
   double llBwFactor = 0.8;
   double launchUs = 0.3;
   double channelUs = 1.0;
+  // LL keeps its flags inside the data and never publishes `tail`, so a
+  // network proxy cannot forward it: GPU kernels talking to other hosts use
+  // Simple only. (Host mode LL is moved by host threads and works anywhere.)
+  bool llAcrossHosts = true;
 };
 
 // The model of a communicator: from its graph, or (graph == nullptr) one host of nranks host-mode ranks.

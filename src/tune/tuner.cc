@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdio>
 
+#include "core/comm_query.h"
 #include "core/log.h"
 #include "core/result.h"
 
@@ -101,7 +102,9 @@ TuneResult tuneCollective(CollType coll, size_t bytes, const MachineModel& m, co
     CHORUS_INFO(kLogTune, "NCCL_ALGO=%s has no algorithm for %s; using Ring", cfg.algo.c_str(), collName(coll));
     algos = isP2P(coll) ? bit(Algo::Direct) : bit(Algo::Ring);
   }
-  const unsigned protos = isP2P(coll) ? 1u : allowedProtos(cfg.proto);
+  unsigned protos = isP2P(coll) ? 1u : allowedProtos(cfg.proto);
+  if (!m.llAcrossHosts && m.nhosts > 1) protos &= 1u << static_cast<int>(Proto::Simple);
+  if (protos == 0) protos = 1u << static_cast<int>(Proto::Simple);
   if (algoForced && !isP2P(coll)) r.forced = "NCCL_ALGO";
   if (!cfg.proto.empty() && !isP2P(coll)) r.forced += r.forced.empty() ? "NCCL_PROTO" : ",NCCL_PROTO";
   const int lo = std::max(1, cfg.minChannels);
@@ -147,7 +150,8 @@ std::string tuningJson(CollType coll, size_t bytes, const MachineModel& m, const
 ncclResult_t tuneTask(const Task& task, int nranks, const CommConfig& cfg, const graph::CommGraph* graph,
                       TuneDecision* out) {
   const size_t bytes = taskBytes(task, nranks);
-  const MachineModel model = machineModel(graph, nranks);
+  MachineModel model = machineModel(graph, nranks);
+  if (task.comm != nullptr && !commIsHostMode(task.comm)) model.llAcrossHosts = false;
   TuneResult r = tuneCollective(task.type, bytes, model, cfg);
   if (logEnabled(LogLevel::Info, kLogTune))
     CHORUS_INFO(kLogTune, "TUNING %s", tuningJson(task.type, bytes, model, r).c_str());

@@ -32,8 +32,12 @@ check('return "all"' in dispatch, "'all' is reported by kernelFilter()")
 p, out = run("f32:sum, bf16:*")
 check(p.returncode == 0, "a list with a wildcard generates")
 names = sorted(open(os.path.join(out, "instances.txt")).read().split())
-check(names == ["dispatch.cu", "lanes_bf16.cu", "lanes_f32.cu", "reduce_bf16.cu", "reduce_f32.cu"],
-      f"only the selected types get files ({names})")
+check(names == ["dispatch.cu", "lanes_bf16.cu", "lanes_f32.cu", "lanes_u8.cu", "reduce_bf16.cu", "reduce_f32.cu",
+                 "reduce_u8.cu"],
+      f"only the selected types (and u8:sum, for point-to-point) get files ({names})")
+u8 = open(os.path.join(out, "lanes_u8.cu")).read()
+check("ReduceKind::Sum>" in u8 and "ReduceKind::Max>" not in u8, "u8 gets sum only, for byte copies")
+check("preloadLanes_u8" in u8 and "cudaFuncGetAttributes" in u8, "lane type files define their preload")
 f32 = open(os.path.join(out, "reduce_f32.cu")).read()
 check("ReduceKind::Sum>" in f32 and "ReduceKind::Prod>" not in f32, "f32 gets sum only")
 bf16 = open(os.path.join(out, "lanes_bf16.cu")).read()
@@ -41,6 +45,7 @@ check(all(f"ReduceKind::{k}>" in bf16 for k in ["Sum", "Prod", "Max", "Min", "Pr
       "bf16:* gets every reduction")
 dispatch = open(os.path.join(out, "dispatch.cu")).read()
 check("case ncclFloat64" not in dispatch, "unselected types are not dispatched")
+check("preloadLaneKernels()" in dispatch and "preloadLanes_bf16();" in dispatch, "dispatch preloads every lane type")
 
 for bad, word in [("f33:sum", "unknown type"), ("f32:plus", "unknown kind"), ("f32", "expected TYPE:KIND"),
                   (",", "selects nothing")]:

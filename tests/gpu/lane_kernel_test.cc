@@ -47,7 +47,7 @@ struct FifoMemory {
   }
 };
 
-// Uploads lanes/steps/fifos and launches; returns the status record.
+// Launches (the arrays travel as kernel parameters); returns the status record.
 struct LaunchResult {
   cudaError_t launch;
   cudaError_t sync;
@@ -57,17 +57,15 @@ struct LaunchResult {
 LaunchResult runLanes(dev::LaneLaunch L, const std::vector<dev::DevLane>& lanes, const std::vector<dev::DevStep>& steps,
                       const std::vector<dev::DevFifo>& fifos, volatile int32_t* abortFlag = nullptr,
                       std::chrono::milliseconds abortAfter = {}) {
-  DeviceBuffer dl(lanes.size() * sizeof(dev::DevLane)), ds(steps.size() * sizeof(dev::DevStep)),
-      df(fifos.size() * sizeof(dev::DevFifo)), dst(sizeof(dev::LaneStatusRecord));
-  dl.upload(lanes.data());
-  ds.upload(steps.data());
-  df.upload(fifos.data());
+  DeviceBuffer dst(sizeof(dev::LaneStatusRecord));
   dev::LaneStatusRecord init;
   dst.upload(&init);
-  L.lanes = dl.as<dev::DevLane>();
+  L.lanes = lanes.data();
   L.nLanes = static_cast<int>(lanes.size());
-  L.steps = ds.as<dev::DevStep>();
-  L.fifos = df.as<dev::DevFifo>();
+  L.steps = steps.data();
+  L.nSteps = static_cast<int>(steps.size());
+  L.fifos = fifos.data();
+  L.nFifos = static_cast<int>(fifos.size());
   L.status = dst.as<dev::LaneStatusRecord>();
   LaunchResult r{};
   r.launch = dev::launchLanes(L, nullptr);
@@ -265,12 +263,76 @@ TEST_F(LaneFailure, MismatchedPieceSizeIsReported) {
   EXPECT_EQ(r.status.detail, 40u);
 }
 
-TEST(LaneLaunchArgs, BadThreadCountIsRejected) {
-  CHORUS_REQUIRE_GPU();
+// The kernel trusts every index in its parameters: packLaneParams refuses
+// what would make it read or write out of bounds. Host-only: runs everywhere.
+class LaneParamsChecks : public ::testing::Test {
+ protected:
+  uint64_t counters[3] = {};
+  uint32_t sizes[4] = {};
+  char slots[4096] = {};
+  dev::DevFifo fifo;
+  dev::DevStep step;
+  dev::DevLane lane{0, 1, 1024, dev::Protocol::Simple};
   dev::LaneLaunch L;
-  L.nLanes = 1;
-  L.threads = 100;  // not a multiple of 32
-  EXPECT_EQ(dev::launchLanes(L, nullptr), cudaErrorInvalidValue);
+  dev::LaneParams params;
+  float out[256] = {};
+  void SetUp() override {
+    fifo.tail = &counters[0];
+    fifo.head = &counters[1];
+    fifo.position = &counters[2];
+    fifo.sizes = sizes;
+    fifo.slots = slots;
+    fifo.slotBytes = 1024;
+    fifo.nslots = 4;
+    step.nRecv = 1;
+    step.recv[0] = 0;
+    step.dst = out;
+    step.count = 256;
+    L.lanes = &lane;
+    L.nLanes = 1;
+    L.steps = &step;
+    L.nSteps = 1;
+    L.fifos = &fifo;
+    L.nFifos = 1;
+  }
+  cudaError_t pack() { return dev::packLaneParams(L, sizeof(float), &params); }
+};
+
+TEST_F(LaneParamsChecks, AValidLaunchIsCopiedIntoTheParameters) {
+  ASSERT_EQ(pack(), cudaSuccess);
+  EXPECT_EQ(params.L.nLanes, 1);
+  EXPECT_EQ(params.L.lanes, nullptr) << "host pointers must not reach the kernel";
+  EXPECT_EQ(params.steps[0].dst, static_cast<void*>(out));
+  EXPECT_EQ(params.fifos[0].slots, slots);
+  EXPECT_EQ(params.lanes[0].pieceBytes, 1024u);
+}
+
+TEST_F(LaneParamsChecks, BadThreadCountsAreRefused) {
+  for (int threads : {0, 100, 1024, -32}) {
+    L.threads = threads;
+    EXPECT_EQ(pack(), cudaErrorInvalidValue) << threads;
+  }
+}
+
+TEST_F(LaneParamsChecks, IndicesOutsideTheArraysAreRefused) {
+  step.recv[0] = 1;  // only one fifo
+  EXPECT_EQ(pack(), cudaErrorInvalidValue);
+  step.recv[0] = 0;
+  lane.nSteps = 2;  // past the step array
+  EXPECT_EQ(pack(), cudaErrorInvalidValue);
+  lane.nSteps = 1;
+  L.nLanes = dev::kLaunchMaxLanes + 1;
+  EXPECT_EQ(pack(), cudaErrorInvalidValue);
+}
+
+TEST_F(LaneParamsChecks, OversizedLLPiecesAndMissingCountersAreRefused) {
+  lane.protocol = dev::Protocol::LL;
+  lane.pieceBytes = dev::kLLMaxPieceBytes + 4;  // would overrun the shared-memory stage
+  EXPECT_EQ(pack(), cudaErrorInvalidValue);
+  lane.pieceBytes = 512;
+  EXPECT_EQ(pack(), cudaSuccess);
+  fifo.position = nullptr;
+  EXPECT_EQ(pack(), cudaErrorInvalidValue);
 }
 
 }  // namespace

@@ -72,6 +72,18 @@ TEST(Tuner, SmallMessagesAtScaleAvoidRingSimple) {
   EXPECT_EQ(decide(CollType::AllReduce, 1024, host, freeConfig(2)).algo, Algo::Tree);
 }
 
+// GPU kernels cannot send LL across hosts (the network proxy forwards only
+// what `tail` publishes): a GPU-mode communicator spanning hosts is offered
+// Simple only, even for tiny messages where LL would win.
+TEST(Tuner, GpuKernelsAcrossHostsUseSimpleOnly) {
+  MachineModel m = gpuCluster(16);
+  ASSERT_EQ(decide(CollType::AllReduce, 8, m, freeConfig()).proto, Proto::LL) << "LL should win here by default";
+  m.llAcrossHosts = false;
+  const TuneResult r = tuneCollective(CollType::AllReduce, 8, m, freeConfig());
+  EXPECT_EQ(r.winner.proto, Proto::Simple);
+  for (const TuneCandidate& c : r.candidates) EXPECT_EQ(c.proto, Proto::Simple) << algoName(c.algo);
+}
+
 TEST(Tuner, LargeMessagesUseRingSimpleWithSeveralChannels) {
   const MachineModel m = gpuCluster(16);
   const TuneDecision d = decide(CollType::AllReduce, size_t(1) << 30, m, freeConfig());

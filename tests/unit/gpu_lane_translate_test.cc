@@ -143,6 +143,75 @@ TEST_F(LaneTranslate, LaunchesSplitWhereTheSpecChangesAndMergeEqualOnes) {
   EXPECT_EQ(launches[0].fifos[0].position, launches[1].fifos[0].position);
 }
 
+// A launch's parameters hold a bounded number of steps: a long run of equal
+// collectives is split into several launches, at task boundaries only.
+TEST_F(LaneTranslate, ManyEqualCollectivesSplitAtTaskBoundariesWhenALaunchIsFull) {
+  constexpr int kTasks = 40, kStepsPerTask = 20;  // 800 steps > one launch
+  plan.tasks.reserve(kTasks);
+  HostFifo f(131072, 4, 0, 1);
+  plan.lanes.resize(1);
+  plan.lanes[0].pieceBytes = 131072;
+  for (int t = 0; t < kTasks; ++t) {
+    const Task& task = addTask(ncclFloat32, ReduceKind::Sum);
+    for (int k = 0; k < kStepsPerTask; ++k) plan.lanes[0].steps.push_back(step(task, nullptr, f.send.get(), 1));
+  }
+  std::vector<gpu::LaunchArrays> launches;
+  ASSERT_EQ(gpu::translatePlan(plan, positionFor, &launches), ncclSuccess);
+  ASSERT_GE(launches.size(), 2u);
+  size_t total = 0;
+  for (const auto& l : launches) {
+    EXPECT_LE(l.steps.size(), static_cast<size_t>(dev::kLaunchMaxSteps));
+    EXPECT_EQ(l.steps.size() % kStepsPerTask, 0u) << "a task was cut between two launches";
+    EXPECT_EQ(l.header.nSteps, static_cast<int>(l.steps.size()));
+    total += l.steps.size();
+  }
+  EXPECT_EQ(total, static_cast<size_t>(kTasks * kStepsPerTask));
+}
+
+// Point-to-point tasks move bytes: a group that sends floats and receives
+// doubles is one launch of byte copies with byte counts.
+TEST_F(LaneTranslate, PointToPointGroupsRunAsOneByteLaunch) {
+  plan.tasks.reserve(4);
+  HostFifo out0(131072, 4, 0, 1), in0(131072, 4, 1, 0);
+  Task& send = addTask(ncclFloat32, ReduceKind::Sum);
+  send.type = CollType::Send;
+  Task& recv = addTask(ncclFloat64, ReduceKind::Sum);
+  recv.type = CollType::Recv;
+  plan.lanes.resize(2);
+  for (auto& l : plan.lanes) l.pieceBytes = 131072;
+  plan.lanes[0].steps = {step(send, nullptr, out0.send.get(), 10)};
+  plan.lanes[1].steps = {step(recv, in0.recv.get(), nullptr, 3)};
+  std::vector<gpu::LaunchArrays> launches;
+  ASSERT_EQ(gpu::translatePlan(plan, positionFor, &launches), ncclSuccess);
+  ASSERT_EQ(launches.size(), 1u);
+  EXPECT_EQ(launches[0].header.type, ncclUint8);
+  ASSERT_EQ(launches[0].steps.size(), 2u);
+  EXPECT_EQ(launches[0].steps[0].count, 40u);
+  EXPECT_EQ(launches[0].steps[1].count, 24u);
+}
+
+// Every rank launches its group's point-to-point operations before its
+// collectives, whatever the call order, so no rank sits in a collective
+// waiting for a peer whose send comes after that peer's collective.
+TEST_F(LaneTranslate, PointToPointRunsBeforeTheGroupsCollectives) {
+  plan.tasks.reserve(4);
+  HostFifo ring(131072, 4, 0, 1), p2p(131072, 4, 0, 1);
+  const Task& coll = addTask(ncclFloat32, ReduceKind::Sum);
+  Task& send = addTask(ncclFloat32, ReduceKind::Sum);
+  send.type = CollType::Send;
+  plan.lanes.resize(2);
+  for (auto& l : plan.lanes) l.pieceBytes = 131072;
+  plan.lanes[0].steps = {step(coll, nullptr, ring.send.get(), 5)};
+  plan.lanes[1].steps = {step(send, nullptr, p2p.send.get(), 7)};
+  std::vector<gpu::LaunchArrays> launches;
+  ASSERT_EQ(gpu::translatePlan(plan, positionFor, &launches), ncclSuccess);
+  ASSERT_EQ(launches.size(), 2u);
+  EXPECT_EQ(launches[0].header.type, ncclUint8);
+  EXPECT_EQ(launches[0].steps[0].count, 28u);
+  EXPECT_EQ(launches[1].header.type, ncclFloat32);
+  EXPECT_EQ(launches[1].steps[0].count, 5u);
+}
+
 TEST_F(LaneTranslate, LLPiecesCarryHalfASlotAtMostFourKiB) {
   EXPECT_EQ(gpu::devicePieceBytes(Proto::LL, 8192, 8192), 4096u);
   EXPECT_EQ(gpu::devicePieceBytes(Proto::LL, 2048, 2048), 1024u);
@@ -186,8 +255,8 @@ TEST_F(LaneTranslate, RefusesTooManyLanesAndMissingCounters) {
     l.steps = {step(t, nullptr, fifos.back()->send.get(), 1)};
   }
   std::vector<gpu::LaunchArrays> launches;
-  EXPECT_EQ(gpu::translatePlan(plan, positionFor, &launches), ncclInternalError);
-  EXPECT_NE(std::string(ncclGetLastError(nullptr)).find("lanes in one launch"), std::string::npos);
+  EXPECT_EQ(gpu::translatePlan(plan, positionFor, &launches), ncclInvalidUsage);
+  EXPECT_NE(std::string(ncclGetLastError(nullptr)).find("65 lanes"), std::string::npos) << ncclGetLastError(nullptr);
 
   plan.lanes.resize(1);
   gpu::PositionFor none = [](const FifoEnd&, bool) -> uint64_t* { return nullptr; };

@@ -3,6 +3,12 @@
 // id; the handle is that id. The sender takes its own reference out of the
 // registry, so the memory lives until both ends are gone, whichever order the
 // two communicators are destroyed in.
+//
+// GPU mode (ranks of one process that cannot use P2P): the receiver zeroes
+// the FIFO (a valid fresh FIFO for the kernels), pins and maps it once
+// (host_fifo_mapping.h) and parks the mapping with the memory, so both ends
+// hand the executor the same device address (the mapping is portable, and
+// with unified addressing its address is the same on every device).
 #include "transports/inproc/inproc_transport.h"
 
 #include <unistd.h>
@@ -13,9 +19,17 @@
 #include <unordered_map>
 
 #include "core/result.h"
+#include "transport/host_fifo_mapping.h"
 
 namespace chorus {
 namespace {
+
+// A FIFO on the heap: `memory` points at its host address; `deviceBase` is
+// the address kernels use (GPU mode), else null.
+struct InprocFifo {
+  std::shared_ptr<void> memory;
+  char* deviceBase = nullptr;
+};
 
 class InprocFifoRegistry {
  public:
@@ -23,37 +37,38 @@ class InprocFifoRegistry {
     static InprocFifoRegistry r;
     return r;
   }
-  uint64_t put(std::shared_ptr<void> mem) {
+  uint64_t put(InprocFifo fifo) {
     std::lock_guard<std::mutex> lock(mutex_);
     uint64_t id = ++next_;
-    entries_[id] = std::move(mem);
+    entries_[id] = std::move(fifo);
     return id;
   }
   // One-shot: the entry is removed once the sender has taken it.
-  std::shared_ptr<void> take(uint64_t id) {
+  InprocFifo take(uint64_t id) {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = entries_.find(id);
-    if (it == entries_.end()) return nullptr;
-    auto mem = std::move(it->second);
+    if (it == entries_.end()) return {};
+    auto fifo = std::move(it->second);
     entries_.erase(it);
-    return mem;
+    return fifo;
   }
 
  private:
   std::mutex mutex_;
   uint64_t next_ = 0;
-  std::unordered_map<uint64_t, std::shared_ptr<void>> entries_;
+  std::unordered_map<uint64_t, InprocFifo> entries_;
 };
 
-FifoEnd viewOf(const std::shared_ptr<void>& mem, int peer) {
+FifoEnd viewOf(const InprocFifo& fifo, int peer) {
   FifoEnd end;
-  end.ctl = static_cast<FifoControl*>(mem.get());
-  end.slots = static_cast<char*>(mem.get()) + fifoControlBytes();
+  end.ctl = static_cast<FifoControl*>(fifo.memory.get());
+  end.slots = static_cast<char*>(fifo.memory.get()) + fifoControlBytes();
   end.slotBytes = end.ctl->slotBytes;
   end.nslots = end.ctl->nslots;
   end.peer = peer;
   end.peerPid = 0;
-  end.memory = mem;
+  end.memory = fifo.memory;
+  if (fifo.deviceBase != nullptr) pointFifoAt(&end, fifo.deviceBase);
   return end;
 }
 
@@ -68,10 +83,14 @@ ncclResult_t InprocTransport::createRecv(const ConnRequest& req, const PeerInfo&
   const size_t bytes = fifoTotalBytes(req.slotBytes, req.nslots);
   void* raw = std::aligned_alloc(4096, bytes);
   if (raw == nullptr) return fail(ncclSystemError, "inproc: cannot allocate %zu bytes for %s", bytes, req.label.c_str());
+  if (req.deviceMemory) std::memset(raw, 0, bytes);
   fifoInit(raw, req.slotBytes, req.nslots, getpid());
-  std::shared_ptr<void> mem(raw, [](void* p) { std::free(p); });
-  *end = viewOf(mem, req.peerRank);
-  uint64_t id = InprocFifoRegistry::instance().put(mem);
+  InprocFifo fifo;
+  fifo.memory = std::shared_ptr<void>(raw, [](void* p) { std::free(p); });
+  if (req.deviceMemory)
+    CHORUS_CHECK(mapHostFifo(raw, bytes, fifo.memory, req, "inproc", &fifo.memory, &fifo.deviceBase));
+  *end = viewOf(fifo, req.peerRank);
+  uint64_t id = InprocFifoRegistry::instance().put(std::move(fifo));
   handle->resize(sizeof(id));
   std::memcpy(handle->data(), &id, sizeof(id));
   return ncclSuccess;
@@ -82,9 +101,13 @@ ncclResult_t InprocTransport::connectSend(const ConnRequest& req, const PeerInfo
   uint64_t id = 0;
   if (handle.size() != sizeof(id)) return fail(ncclInternalError, "inproc: bad handle for %s", req.label.c_str());
   std::memcpy(&id, handle.data(), sizeof(id));
-  std::shared_ptr<void> mem = InprocFifoRegistry::instance().take(id);
-  if (!mem) return fail(ncclInternalError, "inproc: FIFO %llu for %s not found", (unsigned long long)id, req.label.c_str());
-  *end = viewOf(mem, req.peerRank);
+  InprocFifo fifo = InprocFifoRegistry::instance().take(id);
+  if (!fifo.memory)
+    return fail(ncclInternalError, "inproc: FIFO %llu for %s not found", (unsigned long long)id, req.label.c_str());
+  if (req.deviceMemory != (fifo.deviceBase != nullptr))
+    return fail(ncclInvalidUsage, "inproc: %s: one rank runs in GPU mode and the other in host mode",
+                req.label.c_str());
+  *end = viewOf(fifo, req.peerRank);
   return ncclSuccess;
 }
 

@@ -97,7 +97,7 @@ void stepLink(NetLink& link, bool* progressed, bool* busy) {
   } else {
     stepRecv(link, progressed);
   }
-  if (!link.failed && link.completed < link.posted) *busy = true;
+  if (!link.failed && (link.completed < link.posted || link.kernelDriven)) *busy = true;
 }
 
 bool linkClosable(NetLink& link) {

@@ -39,6 +39,9 @@ struct NetLink {
   std::atomic<bool> retired{false};  // the executor dropped its end
   uint64_t id = 0;                   // set by the proxy at attach
   bool closed = false;               // backend connections closed (under the proxy's lock)
+  // GPU mode: a kernel moves the FIFO counters and cannot ring the doorbell,
+  // so the proxy keeps polling the link (sleeps bounded by CHORUS_NET_POLL_MAX_US).
+  bool kernelDriven = false;
 
   // Proxy-thread state.
   uint64_t posted = 0;

@@ -7,6 +7,9 @@
 //   sender:   connectSend connects (bounded by CHORUS_TIMEOUT_MS), allocates
 //             its FIFO and registers it; the proxy sends every slot the
 //             executor posts and frees it once the backend is done with it.
+// GPU mode: kernels use the FIFO, so it starts zeroed and is pinned and mapped
+// (host_fifo_mapping.h); the end handed to the executor carries the device
+// addresses while the proxy keeps working on the link's host pointers.
 #include "transports/net/net_transport.h"
 
 #include <unistd.h>
@@ -19,6 +22,7 @@
 #include "core/host_identity.h"
 #include "core/params.h"
 #include "core/result.h"
+#include "transport/host_fifo_mapping.h"
 #include "transports/net/net_backends.h"
 #include "transports/net/net_proxy.h"
 
@@ -42,6 +46,7 @@ ncclResult_t allocFifo(NetLink& link, const ConnRequest& req) {
   const size_t bytes = fifoTotalBytes(req.slotBytes, req.nslots);
   void* raw = std::aligned_alloc(4096, (bytes + 4095) & ~size_t(4095));
   if (raw == nullptr) return fail(ncclSystemError, "net: cannot allocate %zu bytes for %s", bytes, req.label.c_str());
+  if (req.deviceMemory) std::memset(raw, 0, bytes);
   fifoInit(raw, req.slotBytes, req.nslots, getpid());
   link.fifo = std::shared_ptr<void>(raw, [](void* p) { std::free(p); });
   link.ctl = static_cast<FifoControl*>(raw);
@@ -55,6 +60,17 @@ std::string linkLabel(const ConnRequest& req, const chorusNet_v1_t* net, int dev
   chorusNetProperties_v1_t props{};
   const char* devName = net->getProperties(dev, &props) == ncclSuccess && props.name ? props.name : "?";
   return req.label + " via " + net->name + "/" + devName;
+}
+
+// GPU mode: maps the FIFO `end` (fresh from NetProxy::attach) for kernels and
+// points it at the device addresses. The mapping lives as long as the end.
+ncclResult_t mapForKernels(const ConnRequest& req, FifoEnd* end) {
+  if (!req.deviceMemory) return ncclSuccess;
+  char* device = nullptr;
+  CHORUS_CHECK(
+      mapHostFifo(end->ctl, fifoTotalBytes(req.slotBytes, req.nslots), end->memory, req, "net", &end->memory, &device));
+  pointFifoAt(end, device);
+  return ncclSuccess;
 }
 
 // Same host (NCCL_SHM_DISABLE=1): the executor can also watch the peer's pid.
@@ -74,6 +90,7 @@ ncclResult_t NetTransport::createRecv(const ConnRequest& req, const PeerInfo& pe
   CHORUS_CHECK(netChooseBackend(&net, &ndev));
   const int dev = req.channel % ndev;
   auto link = std::make_shared<NetLink>(false, net, linkLabel(req, net, dev));
+  link->kernelDriven = req.deviceMemory;
   CHORUS_CHECK(allocFifo(*link, req));
   uint8_t netHandle[CHORUS_NET_HANDLE_BYTES] = {};
   clearLastError();
@@ -85,7 +102,7 @@ ncclResult_t NetTransport::createRecv(const ConnRequest& req, const PeerInfo& pe
   memcpy(handle->data() + sizeof(hdr), netHandle, CHORUS_NET_HANDLE_BYTES);
   CHORUS_INFO(kLogNet, "net: %s: receiver listening (slots %u x %u B)", link->label.c_str(), req.nslots, req.slotBytes);
   *end = NetProxy::forThisProcess().attach(std::move(link), req.peerRank, pidToWatch(peer));
-  return ncclSuccess;
+  return mapForKernels(req, end);
 }
 
 ncclResult_t NetTransport::connectSend(const ConnRequest& req, const PeerInfo& peer, const std::vector<uint8_t>& handle,
@@ -110,6 +127,7 @@ ncclResult_t NetTransport::connectSend(const ConnRequest& req, const PeerInfo& p
                 req.label.c_str(), req.peerRank, hdr.nslots, hdr.slotBytes, req.nslots, req.slotBytes);
   const int dev = req.channel % ndev;
   auto link = std::make_shared<NetLink>(true, net, linkLabel(req, net, dev));
+  link->kernelDriven = req.deviceMemory;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(params::timeoutMs());
   for (;;) {
     clearLastError();
@@ -132,7 +150,7 @@ ncclResult_t NetTransport::connectSend(const ConnRequest& req, const PeerInfo& p
   }
   CHORUS_INFO(kLogNet, "net: %s: sender connected", link->label.c_str());
   *end = NetProxy::forThisProcess().attach(std::move(link), req.peerRank, pidToWatch(peer));
-  return ncclSuccess;
+  return mapForKernels(req, end);
 }
 
 bool NetTransport::awaitRetired(std::chrono::milliseconds bound) {

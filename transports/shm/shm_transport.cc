@@ -5,6 +5,11 @@
 // and unlinks the name at once, so no segment outlives the two processes even
 // if they are killed; the receiver also unlinks on teardown in case the
 // sender never came.
+//
+// GPU mode (ranks that cannot use P2P): kernels use the segment, so each side
+// pins and maps its own mapping of it (host_fifo_mapping.h) and hands the
+// executor the device addresses. The fresh file reads as zeros, which is a
+// valid fresh FIFO for the kernels too.
 #include "transports/shm/shm_transport.h"
 
 #include <fcntl.h>
@@ -20,6 +25,7 @@
 
 #include "core/params.h"
 #include "core/result.h"
+#include "transport/host_fifo_mapping.h"
 
 namespace chorus {
 namespace {
@@ -87,7 +93,14 @@ ncclResult_t ShmTransport::createRecv(const ConnRequest& req, const PeerInfo& pe
     return fail(ncclSystemError, "shm: mmap of %s failed: %s", path.c_str(), strerror(errno));
   }
   fifoInit(mem.get(), req.slotBytes, req.nslots, getpid());
-  *end = viewOf(mem, req.peerRank, peer.pid);
+  if (req.deviceMemory) {
+    char* device = nullptr;
+    CHORUS_CHECK(mapHostFifo(mem.get(), bytes, mem, req, "shm", &mem, &device));
+    *end = viewOf(mem, req.peerRank, peer.pid);
+    pointFifoAt(end, device);
+  } else {
+    *end = viewOf(mem, req.peerRank, peer.pid);
+  }
   handle->assign(path.begin(), path.end());
   CHORUS_INFO(kLogShm, "shm: %s uses %s (%zu KiB)", req.label.c_str(), path.c_str(), bytes >> 10);
   return ncclSuccess;
@@ -111,6 +124,13 @@ ncclResult_t ShmTransport::connectSend(const ConnRequest& req, const PeerInfo& p
   if (ctl->magic != kFifoMagic || fifoTotalBytes(ctl->slotBytes, ctl->nslots) > static_cast<size_t>(st.st_size))
     return fail(ncclSystemError, "shm: segment %s for %s is not a Chorus FIFO", path.c_str(), req.label.c_str());
   ctl->senderPid = getpid();
+  if (req.deviceMemory) {
+    char* device = nullptr;
+    CHORUS_CHECK(mapHostFifo(mem.get(), fifoTotalBytes(ctl->slotBytes, ctl->nslots), mem, req, "shm", &mem, &device));
+    *end = viewOf(mem, req.peerRank, peer.pid);
+    pointFifoAt(end, device);
+    return ncclSuccess;
+  }
   *end = viewOf(mem, req.peerRank, peer.pid);
   return ncclSuccess;
 }

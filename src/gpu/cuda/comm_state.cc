@@ -1,0 +1,224 @@
+#include "gpu/cuda/comm_state.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "core/comm.h"
+#include "core/log.h"
+#include "gpu/cuda/cuda_util.h"
+#include "gpu/cuda/gpu_watchdog.h"
+#include "gpu/launch_policy.h"
+#include "kernels/launch.h"
+
+namespace chorus::gpu {
+namespace {
+
+// Channels a GPU-mode communicator uses when the user did not choose: enough
+// blocks to move data at a good fraction of the device's bandwidth, few
+// enough that several ranks sharing the GPU still fit.
+constexpr int kDefaultGpuChannels = 16;
+
+// Lane kernels are loaded once per device, before the first launch (see
+// preloadLaneKernels in kernels/launch.h).
+ncclResult_t preloadOnce(int device) {
+  static std::mutex mu;
+  static std::set<int> loaded;
+  std::lock_guard<std::mutex> lock(mu);
+  if (loaded.count(device) != 0) return ncclSuccess;
+  CHORUS_CUDA_CHECK(dev::preloadLaneKernels());
+  loaded.insert(device);
+  return ncclSuccess;
+}
+
+ncclResult_t allocMapped(size_t bytes, void** host, void** device) {
+  CHORUS_CUDA_CHECK(cudaHostAlloc(host, bytes, cudaHostAllocMapped | cudaHostAllocPortable));
+  std::memset(*host, 0, bytes);
+  CHORUS_CUDA_CHECK(cudaHostGetDevicePointer(device, *host, 0));
+  return ncclSuccess;
+}
+
+int ranksSharingDevice(const ncclComm* comm) {
+  const PeerInfo& self = comm->conns->peer(comm->id.rank);
+  int n = 0;
+  for (const PeerInfo& p : comm->conns->peers())
+    if (sameGpu(p, self)) ++n;
+  return std::max(n, 1);
+}
+
+void sizeLaunches(ncclComm* comm, CommState* st, int sms) {
+  st->ranksOnDevice = ranksSharingDevice(comm);
+  st->maxLanes = lanesPerLaunch(sms, st->ranksOnDevice, dev::kLaunchMaxLanes);
+  fitChannels(st->maxLanes, kDefaultGpuChannels, &comm->config);
+}
+
+}  // namespace
+
+void CommStateDeleter::operator()(CommState* state) const { delete state; }
+
+PositionPool::~PositionPool() {
+  for (uint64_t* b : blocks_) (void)cudaFree(b);
+}
+
+uint64_t* PositionPool::counterFor(const FifoControl* fifo, bool sender) {
+  auto key = std::make_pair(fifo, sender);
+  auto it = counters_.find(key);
+  if (it != counters_.end()) return it->second;
+  if (usedInBlock_ == kBlock) {
+    RelaxedCaptureScope relaxed;
+    void* block = nullptr;
+    if (cudaMalloc(&block, kBlock * sizeof(uint64_t)) != cudaSuccess) return nullptr;
+    if (zeroDeviceMemory(block, kBlock * sizeof(uint64_t)) != ncclSuccess) {
+      (void)cudaFree(block);
+      return nullptr;
+    }
+    blocks_.push_back(static_cast<uint64_t*>(block));
+    usedInBlock_ = 0;
+  }
+  uint64_t* counter = blocks_.back() + usedInBlock_++;
+  counters_.emplace(key, counter);
+  return counter;
+}
+
+CommState::~CommState() {
+  DeviceScope scope(device);
+  for (auto& [stream, event] : inFlight) (void)cudaEventDestroy(event);
+  if (last != nullptr) (void)cudaEventDestroy(last);
+  if (abortHost != nullptr) (void)cudaFreeHost(abortHost);
+  if (statusHost != nullptr) (void)cudaFreeHost(statusHost);
+}
+
+bool CommState::busy() {
+  std::lock_guard<std::mutex> lock(launchMutex);
+  for (auto& [stream, event] : inFlight) {
+    if (cudaEventQuery(event) != cudaErrorNotReady) continue;
+    (void)cudaGetLastError();  // NotReady is also recorded as the thread's last error
+    return true;
+  }
+  return false;
+}
+
+bool CommState::waitIdle(int64_t boundMs) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(boundMs);
+  while (busy()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  return true;
+}
+
+ncclResult_t commSetup(ncclComm* comm) {
+  auto st = std::make_unique<CommState>();
+  st->device = comm->id.cudaDev;
+  DeviceScope scope(st->device);
+  CHORUS_CUDA_CHECK(scope.status());
+  RelaxedCaptureScope relaxed;
+  void* host = nullptr;
+  void* device = nullptr;
+  CHORUS_CHECK(allocMapped(sizeof(int32_t) * 16, &host, &device));
+  st->abortHost = static_cast<int32_t*>(host);
+  st->abortDevice = static_cast<int32_t*>(device);
+  CHORUS_CHECK(allocMapped(sizeof(dev::LaneStatusRecord), &host, &device));
+  st->statusHost = static_cast<dev::LaneStatusRecord*>(host);
+  st->statusDevice = static_cast<dev::LaneStatusRecord*>(device);
+  CHORUS_CHECK(preloadOnce(st->device));
+  int sms = 0;
+  CHORUS_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, st->device));
+  sizeLaunches(comm, st.get(), sms);
+  CHORUS_INFO(kLogInit,
+              "comm %p rank %d: GPU %d (%d SMs) shared by %d rank(s) of the communicator; at most %d blocks per "
+              "launch, channels %d..%d",
+              (void*)comm, comm->id.rank, st->device, sms, st->ranksOnDevice, st->maxLanes, comm->config.minChannels,
+              comm->config.maxChannels);
+  comm->gpu.reset(st.release());
+  GpuWatchdog::instance().add(comm);
+  return ncclSuccess;
+}
+
+void commSignalAbort(ncclComm* comm) {
+  if (!comm->gpu) return;
+  volatile int32_t* flag = comm->gpu->abortHost;
+  *flag = 1;
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+
+void commTeardown(ncclComm* comm, bool abort) {
+  if (!comm->gpu) return;
+  GpuWatchdog::instance().remove(comm);
+  CommState& st = *comm->gpu;
+  const int64_t bound = std::max<int64_t>(comm->config.timeoutMs, 1000);
+  if (!abort && !st.waitIdle(bound)) {
+    CHORUS_WARN(kLogInit, "comm %p rank %d: kernels still running %lld ms into destroy; stopping them", (void*)comm,
+                comm->id.rank, static_cast<long long>(bound));
+    abort = true;
+  }
+  if (abort) {
+    commSignalAbort(comm);
+    if (!st.waitIdle(bound)) {
+      // A kernel that ignores the abort flag cannot be stopped from the host:
+      // leak its memory rather than free what it may still touch, and return.
+      CHORUS_WARN(kLogInit, "comm %p rank %d: kernels did not stop within %lld ms of the abort; leaking their memory",
+                  (void*)comm, comm->id.rank, static_cast<long long>(bound));
+      (void)comm->gpu.release();
+      (void)comm->conns.release();  // nor the FIFOs it may still be using
+      return;
+    }
+  }
+  comm->gpu.reset();
+}
+
+ncclResult_t commDrain(ncclComm* comm) {
+  if (!comm->gpu) return ncclSuccess;
+  const int64_t bound = std::max<int64_t>(comm->config.timeoutMs, 1000);
+  const bool idle = comm->gpu->waitIdle(bound);
+  CHORUS_CHECK(commPollError(comm));
+  if (!idle)
+    return fail(ncclRemoteError, "rank %d: the communicator's GPU kernels did not finish within %lld ms", comm->id.rank,
+                static_cast<long long>(bound));
+  return ncclSuccess;
+}
+
+ncclResult_t commPollError(ncclComm* comm) {
+  if (!comm->gpu) return ncclSuccess;
+  CommState& st = *comm->gpu;
+  const volatile dev::LaneStatusRecord* rec = st.statusHost;
+  const int32_t status = rec->status;
+  if (status == 0) return ncclSuccess;
+  std::atomic_thread_fence(std::memory_order_acquire);
+  const int lane = rec->lane, peer = rec->peer;
+  const uint32_t detail = rec->detail;
+  ncclResult_t code = ncclRemoteError;
+  char msg[320];
+  switch (static_cast<dev::LaneStatus>(status)) {
+    case dev::LaneStatus::Aborted:
+      code = ncclInvalidUsage;
+      snprintf(msg, sizeof(msg), "rank %d: GPU kernel stopped by ncclCommAbort (lane %d, waiting on rank %d)",
+               comm->id.rank, lane, peer);
+      break;
+    case dev::LaneStatus::TimedOut:
+      snprintf(msg, sizeof(msg),
+               "rank %d: GPU kernel made no progress for %lld ms waiting on peer rank %d (lane %d); the peer is "
+               "stuck, dead or did not make the matching call (CHORUS_TIMEOUT_MS)",
+               comm->id.rank, static_cast<long long>(comm->config.timeoutMs), peer, lane);
+      break;
+    case dev::LaneStatus::SizeMismatch:
+      code = ncclInvalidUsage;
+      snprintf(msg, sizeof(msg),
+               "rank %d: peer rank %d sent %u bytes where this rank expected a different piece (lane %d): the ranks "
+               "called mismatched operations or counts",
+               comm->id.rank, peer, detail, lane);
+      break;
+    default:
+      code = ncclInternalError;
+      snprintf(msg, sizeof(msg), "rank %d: GPU kernel reported unknown status %d", comm->id.rank, status);
+  }
+  if (!st.errorReported.exchange(true)) CHORUS_WARN(kLogColl, "%s", msg);
+  commSetError(comm, code, msg);
+  return fail(code, "%s", msg);
+}
+
+}  // namespace chorus::gpu

@@ -1,0 +1,103 @@
+// Device discovery, device memory and host-memory mapping (CUDA builds).
+#include <cstdlib>
+#include <string>
+
+#include "core/log.h"
+#include "gpu/cuda/cuda_util.h"
+#include "gpu/gpu_runtime.h"
+
+namespace chorus::gpu {
+
+bool built() { return true; }
+
+bool usable(std::string* why) {
+  int count = 0;
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();  // not sticky: clear it for the caller
+    if (why != nullptr) *why = std::string("no usable CUDA device: ") + cudaGetErrorString(err);
+    return false;
+  }
+  if (count == 0) {
+    if (why != nullptr) *why = "no CUDA device is visible (CUDA_VISIBLE_DEVICES?)";
+    return false;
+  }
+  return true;
+}
+
+ncclResult_t currentDevice(int* device) {
+  CHORUS_CUDA_CHECK(cudaGetDevice(device));
+  return ncclSuccess;
+}
+
+ncclResult_t selectDevice(int device) {
+  CHORUS_CUDA_CHECK(cudaSetDevice(device));
+  return ncclSuccess;
+}
+
+std::string pciBusId(int device) {
+  char buf[32] = {};
+  if (cudaDeviceGetPCIBusId(buf, sizeof(buf), device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return "";
+  }
+  return buf;
+}
+
+int deviceWithBusId(const char* busId) {
+  int device = -1;
+  if (busId == nullptr || busId[0] == '\0' || cudaDeviceGetByPCIBusId(&device, busId) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return -1;
+  }
+  return device;
+}
+
+bool devicePointer(const void* ptr, int* device) {
+  *device = -1;
+  cudaPointerAttributes attr{};
+  if (cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  switch (attr.type) {
+    case cudaMemoryTypeDevice:
+    case cudaMemoryTypeManaged:
+      *device = attr.device;
+      return true;
+    case cudaMemoryTypeHost:  // pinned host memory: kernels reach it when it is mapped
+      *device = attr.device;
+      return attr.devicePointer != nullptr;
+    default:
+      return false;
+  }
+}
+
+ncclResult_t memAlloc(void** ptr, size_t bytes) {
+  RelaxedCaptureScope relaxed;
+  CHORUS_CUDA_CHECK(cudaMalloc(ptr, bytes));
+  CHORUS_INFO(kLogAlloc, "ncclMemAlloc: %zu bytes of device memory at %p", bytes, *ptr);
+  return ncclSuccess;
+}
+
+ncclResult_t memFree(void* ptr) {
+  RelaxedCaptureScope relaxed;
+  CHORUS_CUDA_CHECK(cudaFree(ptr));
+  return ncclSuccess;
+}
+
+ncclResult_t mapHostMemory(void* base, size_t bytes, std::shared_ptr<void>* keep, void** deviceAddress) {
+  RelaxedCaptureScope relaxed;
+  CHORUS_CUDA_CHECK(cudaHostRegister(base, bytes, cudaHostRegisterMapped | cudaHostRegisterPortable));
+  void* dptr = nullptr;
+  const cudaError_t err = cudaHostGetDevicePointer(&dptr, base, 0);
+  if (err != cudaSuccess) {
+    (void)cudaHostUnregister(base);
+    CHORUS_CUDA_CHECK(err);
+  }
+  *deviceAddress = dptr;
+  *keep = std::shared_ptr<void>(base, [](void* p) { (void)cudaHostUnregister(p); });
+  return ncclSuccess;
+}
+
+}  // namespace chorus::gpu

@@ -1,0 +1,232 @@
+// The GPU executor's launch path: a rank's HostPlan becomes one or more lane
+// kernel launches on the caller's stream (CUDA builds only).
+//
+// The plan is translated once (src/gpu/lane_translate.h) and the result kept
+// with the cached plan; a launch then only copies the arrays into the
+// kernel's parameters. Nothing is allocated or uploaded per call, which is
+// what makes a launch cheap and lets a CUDA graph capture it: the graph holds
+// the parameters, and the position counters in device memory carry each
+// connector's progress from one launch (or replay) to the next.
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/comm.h"
+#include "core/log.h"
+#include "gpu/cuda/comm_state.h"
+#include "gpu/cuda/cuda_util.h"
+#include "gpu/gpu_runtime.h"
+#include "gpu/launch_policy.h"
+#include "gpu/lane_translate.h"
+#include "kernels/launch.h"
+
+namespace chorus::gpu {
+
+struct DeviceForm {
+  std::vector<LaunchArrays> launches;
+};
+
+namespace {
+
+const char* kindName(ReduceKind k) {
+  switch (k) {
+    case ReduceKind::Sum:
+      return "sum";
+    case ReduceKind::Prod:
+      return "prod";
+    case ReduceKind::Max:
+      return "max";
+    case ReduceKind::Min:
+      return "min";
+    case ReduceKind::PreMulSum:
+      return "premulsum";
+    case ReduceKind::SumPostDiv:
+      return "avg";
+  }
+  return "?";
+}
+
+ncclResult_t checkLaunchable(const ncclComm* comm, const CommState& st, const LaunchArrays& la) {
+  if (!dev::kernelCompiled(la.header.type, la.header.kind))
+    return fail(ncclInvalidUsage,
+                "rank %d: this build has no GPU kernel for datatype %d with reduction %s (built with "
+                "CHORUS_KERNEL_FILTER=%s; rebuild with -DCHORUS_KERNEL_FILTER=all)",
+                comm->id.rank, static_cast<int>(la.header.type), kindName(la.header.kind), dev::kernelFilter());
+  if (static_cast<int>(la.lanes.size()) > st.maxLanes)
+    return fail(ncclInvalidUsage,
+                "rank %d: a launch needs %zu thread blocks, but %d ranks share GPU %d and each may use at most %d so "
+                "that all their kernels run at once; lower NCCL_MAX_NCHANNELS/NCCL_MAX_CTAS",
+                comm->id.rank, la.lanes.size(), st.ranksOnDevice, st.device, st.maxLanes);
+  return ncclSuccess;
+}
+
+ncclResult_t deviceFormOf(HostPlan& plan, CommState& st, const DeviceForm** out) {
+  if (plan.deviceForm) {
+    *out = static_cast<const DeviceForm*>(plan.deviceForm.get());
+    return ncclSuccess;
+  }
+  auto form = std::make_shared<DeviceForm>();
+  PositionFor positionFor = [&st](const FifoEnd& end, bool sender) { return st.positions.counterFor(end.ctl, sender); };
+  CHORUS_CHECK(translatePlan(plan, positionFor, &form->launches));
+  for (const LaunchArrays& la : form->launches) CHORUS_CHECK(checkLaunchable(plan.comm, st, la));
+  *out = form.get();
+  plan.deviceForm = std::move(form);
+  return ncclSuccess;
+}
+
+bool capturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return capture != cudaStreamCaptureStatusNone;
+}
+
+// Outside capture: a launch on a different stream than the communicator's
+// previous one waits for that one first.
+ncclResult_t orderAfterPrevious(CommState& st, cudaStream_t stream, bool inCapture) {
+  if (inCapture) return ncclSuccess;  // the graph's own dependencies order it when launched
+  std::lock_guard<std::mutex> lock(st.launchMutex);
+  if (st.launchedBefore && st.lastStream != stream) CHORUS_CUDA_CHECK(cudaStreamWaitEvent(stream, st.last, 0));
+  return ncclSuccess;
+}
+
+// Remembers the last launch on `stream` (outside graph capture), so destroy
+// and abort can tell when the communicator's kernels are done and the next
+// launch on another stream can wait for it.
+ncclResult_t trackLaunch(CommState& st, cudaStream_t stream, bool inCapture) {
+  if (inCapture) return ncclSuccess;  // runs when the graph is launched
+  std::lock_guard<std::mutex> lock(st.launchMutex);
+  cudaEvent_t& ev = st.inFlight[stream];
+  if (ev == nullptr) CHORUS_CUDA_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+  CHORUS_CUDA_CHECK(cudaEventRecord(ev, stream));
+  if (st.last == nullptr) CHORUS_CUDA_CHECK(cudaEventCreateWithFlags(&st.last, cudaEventDisableTiming));
+  CHORUS_CUDA_CHECK(cudaEventRecord(st.last, stream));
+  st.lastStream = stream;
+  st.launchedBefore = true;
+  return ncclSuccess;
+}
+
+ncclResult_t launchOne(HostPlan& plan, cudaStream_t stream) {
+  ncclComm* comm = plan.comm;
+  CommState& st = *comm->gpu;
+  const DeviceForm* form = static_cast<const DeviceForm*>(plan.deviceForm.get());
+  const bool inCapture = capturing(stream);
+  CHORUS_CHECK(orderAfterPrevious(st, stream, inCapture));
+  ncclResult_t res = ncclSuccess;
+  for (const LaunchArrays& la : form->launches) {
+    dev::LaneLaunch L = la.header;
+    L.lanes = la.lanes.data();
+    L.steps = la.steps.data();
+    L.fifos = la.fifos.data();
+    if (la.scalarOnHost) {
+      std::memcpy(&L.scalarBits, la.header.scalar, typeSize(la.header.type));
+      L.scalar = nullptr;
+    }
+    L.abortFlag = st.abortDevice;
+    L.status = st.statusDevice;
+    L.timeoutNs = static_cast<uint64_t>(comm->config.timeoutMs) * 1000000ull;
+    L.threads = st.threadsPerLane;
+    const cudaError_t err = dev::launchLanes(L, stream);
+    if (err != cudaSuccess) {
+      res = fail(err == cudaErrorInvalidValue ? ncclInternalError : ncclUnhandledCudaError,
+                 "rank %d: lane kernel launch (%d lanes, %d steps) failed: %s: %s", comm->id.rank, L.nLanes, L.nSteps,
+                 cudaGetErrorName(err), cudaGetErrorString(err));
+      break;
+    }
+  }
+  // Tracked even after a failed launch: earlier launches of the plan may run.
+  const ncclResult_t tracked = trackLaunch(st, stream, inCapture);
+  return res != ncclSuccess ? res : tracked;
+}
+
+// Runs `body` on streams[0] after the work already queued on the other
+// streams, and makes the others wait for it (a fork/join that is also valid
+// inside a stream capture).
+template <typename Body>
+ncclResult_t onJoinedStreams(const std::vector<cudaStream_t>& streams, Body body) {
+  if (streams.size() == 1) return body(streams[0]);
+  cudaEvent_t ev = nullptr;
+  CHORUS_CUDA_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+  std::unique_ptr<CUevent_st, void (*)(cudaEvent_t)> guard(ev, [](cudaEvent_t e) { (void)cudaEventDestroy(e); });
+  for (size_t i = 1; i < streams.size(); ++i) {
+    CHORUS_CUDA_CHECK(cudaEventRecord(ev, streams[i]));
+    CHORUS_CUDA_CHECK(cudaStreamWaitEvent(streams[0], ev, 0));
+  }
+  CHORUS_CHECK(body(streams[0]));
+  CHORUS_CUDA_CHECK(cudaEventRecord(ev, streams[0]));
+  for (size_t i = 1; i < streams.size(); ++i) CHORUS_CUDA_CHECK(cudaStreamWaitEvent(streams[i], ev, 0));
+  return ncclSuccess;
+}
+
+bool isLegacy(cudaStream_t s) { return s == nullptr || s == cudaStreamLegacy; }
+
+bool blocking(cudaStream_t s) {
+  if (isLegacy(s)) return true;
+  unsigned flags = 0;
+  if (cudaStreamGetFlags(s, &flags) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return (flags & cudaStreamNonBlocking) == 0;
+}
+
+// Ranks of one GPU launched by this thread must not serialize
+// (launch_policy.h has the rules).
+ncclResult_t checkConcurrentStreams(std::span<HostPlan* const> plans,
+                                    std::span<const std::vector<cudaStream_t>> streams) {
+  std::vector<StreamUse> uses(plans.size());
+  for (size_t i = 0; i < plans.size(); ++i) {
+    uses[i].rank = plans[i]->comm->id.rank;
+    uses[i].device = plans[i]->comm->gpu->device;
+    for (cudaStream_t s : streams[i])
+      uses[i].streams.push_back({reinterpret_cast<uintptr_t>(s), isLegacy(s), blocking(s)});
+  }
+  const std::string why = findSerializedRanks(uses);
+  if (!why.empty()) return fail(ncclInvalidUsage, "%s", why.c_str());
+  return ncclSuccess;
+}
+
+void warnLegacyStream(const ncclComm* comm, cudaStream_t stream) {
+  if (stream != nullptr || comm->gpu->ranksOnDevice < 2) return;
+  static std::atomic<bool> warned{false};
+  if (warned.exchange(true)) return;
+  CHORUS_WARN(kLogColl,
+              "rank %d launches on the legacy default stream while %d ranks share GPU %d: kernels on that stream "
+              "serialize with other work and ranks may wait for each other until CHORUS_TIMEOUT_MS; give each rank "
+              "its own non-blocking stream",
+              comm->id.rank, comm->gpu->ranksOnDevice, comm->gpu->device);
+}
+
+}  // namespace
+
+ncclResult_t launchPlans(std::span<HostPlan* const> plans, std::span<const std::vector<cudaStream_t>> streams) {
+  if (plans.size() != streams.size())
+    return fail(ncclInternalError, "launchPlans: %zu plans, %zu stream lists", plans.size(), streams.size());
+  for (size_t i = 0; i < plans.size(); ++i) {
+    if (!plans[i]->comm->gpu || streams[i].empty())
+      return fail(ncclInternalError, "launchPlans: rank %d has no GPU state or no stream", plans[i]->comm->id.rank);
+  }
+  if (plans.size() > 1) CHORUS_CHECK(checkConcurrentStreams(plans, streams));
+  // Translate (and allocate position counters for) every plan before the
+  // first launch: nothing that might wait for the device runs between the
+  // launches of ranks that wait for each other.
+  for (HostPlan* plan : plans) {
+    DeviceScope scope(plan->comm->gpu->device);
+    CHORUS_CUDA_CHECK(scope.status());
+    const DeviceForm* form = nullptr;
+    CHORUS_CHECK(deviceFormOf(*plan, *plan->comm->gpu, &form));
+  }
+  for (size_t i = 0; i < plans.size(); ++i) {
+    HostPlan& plan = *plans[i];
+    DeviceScope scope(plan.comm->gpu->device);
+    CHORUS_CUDA_CHECK(scope.status());
+    warnLegacyStream(plan.comm, streams[i][0]);
+    CHORUS_CHECK(onJoinedStreams(streams[i], [&plan](cudaStream_t s) { return launchOne(plan, s); }));
+  }
+  return ncclSuccess;
+}
+
+}  // namespace chorus::gpu

@@ -1,0 +1,80 @@
+// What the rest of the library asks of the GPU, without CUDA headers.
+//
+// CUDA builds implement this in src/gpu/cuda/ (CUDA runtime, the kernels of
+// kernels/, the P2P transport); builds without CUDA link src/gpu/no_cuda/,
+// where every call that needs a GPU fails with ncclInvalidUsage and says that
+// the build has no CUDA support. Callers decide with usable() before they
+// put a communicator into GPU mode, so the second case is only ever reached
+// through a direct request (CHORUS_MODE=gpu).
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "nccl.h"
+
+struct ncclComm;
+
+namespace chorus {
+struct HostPlan;
+}
+
+namespace chorus::gpu {
+
+// Per-communicator GPU resources (src/gpu/cuda/comm_state.h); opaque here.
+struct CommState;
+struct CommStateDeleter {
+  void operator()(CommState* state) const;
+};
+using CommStatePtr = std::unique_ptr<CommState, CommStateDeleter>;
+
+// True in builds with CUDA support.
+bool built();
+// Whether GPU mode can run in this process: CUDA support, a driver and at
+// least one visible device. When not, `why` (may be null) says why.
+bool usable(std::string* why);
+// The calling thread's current CUDA device, and switching it.
+ncclResult_t currentDevice(int* device);
+ncclResult_t selectDevice(int device);
+// PCI bus id of `device` ("0000:3b:00.0"; "" when unknown), and the device
+// of this process with that bus id (-1 when not visible here).
+std::string pciBusId(int device);
+int deviceWithBusId(const char* busId);
+// The device `ptr` belongs to; false for host (or unknown) memory.
+bool devicePointer(const void* ptr, int* device);
+
+// Device memory for ncclMemAlloc/ncclMemFree (on the current device).
+ncclResult_t memAlloc(void** ptr, size_t bytes);
+ncclResult_t memFree(void* ptr);
+
+// Makes host memory (a shared-memory FIFO, a network FIFO) reachable by
+// kernels: pins and maps it, and returns the address kernels use. The
+// mapping lasts as long as *keep.
+ncclResult_t mapHostMemory(void* base, size_t bytes, std::shared_ptr<void>* keep, void** deviceAddress);
+
+// GPU-mode communicator lifecycle. setup runs at init after the peers are
+// known; teardown stops the communicator's kernels (abort: at once through
+// the abort flag; else after waiting, bounded by the communicator's timeout,
+// for them to finish) and frees what setup and the launches allocated.
+ncclResult_t commSetup(ncclComm* comm);
+void commTeardown(ncclComm* comm, bool abort);
+// Waits, bounded by the communicator's timeout, until the kernels it launched
+// have finished (ncclCommFinalize); an error if they did not or one failed.
+ncclResult_t commDrain(ncclComm* comm);
+// ncclSuccess, or the error one of the communicator's kernels reported
+// (aborted, timed out, protocol violation); the error is also recorded on the
+// communicator, so later calls fail fast with the same message.
+ncclResult_t commPollError(ncclComm* comm);
+// Sets the device-visible abort flag: running kernels stop within microseconds.
+void commSignalAbort(ncclComm* comm);
+
+// Launches each plan and returns without waiting (the plans' connectors are
+// connected already). streams[i] lists the distinct streams plans[i]'s tasks
+// were called with, first call first: the work runs on the first, after
+// everything already queued on the others, and the others wait for it.
+ncclResult_t launchPlans(std::span<HostPlan* const> plans, std::span<const std::vector<cudaStream_t>> streams);
+
+}  // namespace chorus::gpu
