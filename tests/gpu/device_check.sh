@@ -1,58 +1,117 @@
 #!/usr/bin/env bash
 # The device check: on a machine with one GPU, build Chorus with its CUDA
 # kernels, run the GPU tests, measure the kernels, and run the collective
-# benchmarks with several ranks on that GPU. Everything is logged under OUT.
+# benchmarks with several ranks on that GPU. Made for one call of at most
+# 600 s on a rented machine from which only a few files come back.
 #
 #   tests/gpu/device_check.sh OUT [BUILD_DIR]
 #
-# OUT/summary.txt gets one line per run: PASS, FAIL, TIMEOUT or SKIPPED, the
-# run's name, its seconds, and its key number (bus bandwidth, latency, test
-# counts). OUT/<run>.log holds each run's full output.
+# Output: everything is written under a work folder (/tmp/dc.XXXXXX) and
+# OUT receives exactly two files, refreshed as the check goes on (so a call
+# cut short still returns what was done): OUT/summary.txt, one record line per
+# step (PASS, FAIL, TIMEOUT or SKIPPED, the step's name, its seconds, its key
+# number: bus bandwidth, latency, test counts) plus the kernel benchmark tables
+# and the names of failed tests; and OUT/logs.tgz, every step's full log
+# (<step>.log, configure.log, build.log). The record lines are printed again
+# at the very end of stdout, where the caller's last 12 KB of output sees them.
 #
-# Time: after the build, everything fits in DEVICE_CHECK_BUDGET_S (330 s):
-# every run has its own timeout, no run may outlast the budget, and runs that
-# no longer fit are reported SKIPPED (budget). A run that fails or times out
-# does not stop the others; a collective that times out skips its remaining
-# data types and larger rank counts (the same hang would only repeat).
+# Preparing a session (the machine has no GoogleTest and no network): copy
+# this machine's GoogleTest sources into the repository as an ignored folder
+# and name it in the run's carry list:
+#   cp -r /usr/src/googletest .gtest && echo /.gtest/ >> .git/info/exclude
+#   run(command="tests/gpu/device_check.sh $OUT", carry=[".gtest"], timeout_s=600)
+# With .gtest present, configure gets -DCHORUS_GTEST_SOURCE_DIR=$root/.gtest
+# (used only when no GoogleTest package is installed). If configure fails
+# anyway, it is repeated with -DCHORUS_BUILD_TESTS=OFF and the check goes on
+# without the GPU tests.
 #
-# Runs, in order: the GPU tests (ctest -L gpu); the device-to-device copy
-# bandwidth (reduce_kernel_perf, the HBM yardstick for bus bandwidths) and
-# the lane kernel's latency; a one-rank probe of GPU mode; the 8-byte
-# all-reduce latency on 2 ranks with plain launches and with CUDA graph
-# replay (-G); the collective matrix: all_reduce, all_gather, reduce_scatter
-# and sendrecv with 2, 4 and 8 ranks on the one GPU (threads of one process:
-# -t N, so no MPS is needed), -b 8 -e 1G -f 4 -c 1, for float, half and
-# bfloat16; last, when nvidia-cuda-mps-control exists, one 2-process
-# all-reduce (chorusrun) under an MPS daemon of our own (pipe and log
-# directories under OUT), stopped again at the end.
+# Time: the whole script ends within DEVICE_CHECK_TOTAL_S (540 s) of its
+# start. Configure has 120 s, the build (ninja -k 0: it keeps going, and a
+# failed target only costs the steps that need it) DEVICE_CHECK_BUILD_TIMEOUT_S
+# (330 s); the runs get min(DEVICE_CHECK_BUDGET_S (330 s), time left - 30 s),
+# MPS start and stop included. Every run has its own timeout, none may
+# outlast the budget, and runs that no longer fit are reported SKIPPED
+# (budget). A run that fails or times out does not stop the others.
 #
-# Knobs (environment): CHORUS_KERNEL_FILTER (all), DEVICE_CHECK_BUDGET_S
-# (330), DEVICE_CHECK_PERF_ARGS (extra benchmark flags: "-w 2 -n 10"),
+# Steps, most valuable first: configure and build; a probe of GPU mode
+# (all_reduce_perf -t 2 -b 8 -e 1M: the collective benchmarks run only when
+# it neither timed out nor failed to print its table); the GPU tests (the
+# cheap kernel cases in one chorus_gpu_tests process with --gtest_filter, the
+# rest through ctest -L gpu -j4); the device-to-device copy bandwidth
+# (reduce_kernel_perf, the HBM yardstick for bus bandwidths); all_reduce,
+# float, with 8, 2 and 4 ranks on the one GPU (threads of one process: -t N,
+# no MPS needed), -b 8 -e 1G -f 4 -c 1; the 8-byte all-reduce latency on 2
+# ranks with plain launches and with CUDA graph replay (-G); all_gather,
+# reduce_scatter and sendrecv, float, with 8, 4 and 2 ranks; half and
+# bfloat16 with 8 ranks up to 256 MiB; the lane kernel's latency
+# (lane_kernel_perf); last, when nvidia-cuda-mps-control exists, one
+# 2-process all-reduce (chorusrun) under an MPS daemon of our own, stopped
+# again at the end. A collective whose run timed out, or failed with a kernel
+# timeout ("made no progress", "did not finish"), skips its remaining runs:
+# the same hang would only repeat. The benchmarks run with CHORUS_TIMEOUT_MS
+# 15000 and CHORUS_INIT_TIMEOUT_MS 20000 (unless set), so that a hang shows
+# up as an error before the run's own timeout.
+#
+# BUILD_DIR (default build-gpu): configured here unless it already holds a
+# configured Ninja build (CMakeCache.txt and build.ninja), which is then
+# reused as it is (set DEVICE_CHECK_RECONFIGURE=1 to configure it anyway).
+#
+# Knobs (environment): CHORUS_KERNEL_FILTER (all), DEVICE_CHECK_TOTAL_S (540),
+# DEVICE_CHECK_BUILD_TIMEOUT_S (330), DEVICE_CHECK_BUDGET_S (330),
+# DEVICE_CHECK_PERF_ARGS (extra benchmark flags: "-w 2 -n 10"),
 # DEVICE_CHECK_MAX_BYTES (1G), DEVICE_CHECK_RUN_TIMEOUT_S (45: one benchmark
-# of the matrix), DEVICE_CHECK_MODE (gpu; "host" exercises the benchmark part
-# of this script on a machine without a GPU).
+# of the matrix), DEVICE_CHECK_JOBS (ninja -j; ninja's default),
+# DEVICE_CHECK_RECONFIGURE (0), DEVICE_CHECK_MODE (gpu; "host" exercises the
+# benchmark part of this script on a machine without a GPU).
 set -uo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 out=${1:?usage: device_check.sh OUT [BUILD_DIR]}
 build=${2:-$root/build-gpu}
 filter=${CHORUS_KERNEL_FILTER:-all}
+total=${DEVICE_CHECK_TOTAL_S:-540}
+build_limit=${DEVICE_CHECK_BUILD_TIMEOUT_S:-330}
 budget=${DEVICE_CHECK_BUDGET_S:-330}
 perf_args=${DEVICE_CHECK_PERF_ARGS:-"-w 2 -n 10"}
 max_bytes=${DEVICE_CHECK_MAX_BYTES:-1G}
 mode=${DEVICE_CHECK_MODE:-gpu}
 run_timeout=${DEVICE_CHECK_RUN_TIMEOUT_S:-45}
+jobs=${DEVICE_CHECK_JOBS:-}
+reconfigure=${DEVICE_CHECK_RECONFIGURE:-0}
+SECONDS=0
+end_at=$total # the script's own deadline, in $SECONDS
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
-summary="$out/summary.txt"
+case $build in /*) ;; *) build="$PWD/$build" ;; esac
+# Short path: the MPS control socket under it must fit a sockaddr_un.
+work="$(mktemp -d /tmp/dc.XXXXXX)"
+summary="$work/summary.txt"
 : >"$summary"
 bin="$build/bin"
+gpu_tests="$build/tests/gpu/chorus_gpu_tests"
 
-note() { echo "$*" | tee -a "$summary"; }
-# record STATUS NAME SECONDS KEY: one summary line.
+# ---- results: the work folder, copied to OUT as it goes ----------------------
+last_pack=-100
+pack_logs() { # logs.tgz, replaced atomically (a call cut short keeps the last one)
+  tar -C "$work" --exclude=./mps/pipe -czf "$out/.logs.tgz.part" . 2>/dev/null &&
+    mv -f "$out/.logs.tgz.part" "$out/logs.tgz"
+  last_pack=$SECONDS
+}
+publish() { # summary now; the logs at most every 20 s unless forced
+  cp -f "$summary" "$out/summary.txt"
+  if [ "${1:-}" = force ] || [ $((SECONDS - last_pack)) -ge 20 ]; then pack_logs; fi
+}
+note() {
+  echo "$*" | tee -a "$summary"
+  publish
+}
+# record STATUS NAME SECONDS KEY: one record line.
 record() { note "$(printf '%-7s %-34s %4ss  %s' "$1" "$2" "$3" "$4")"; }
+# Text for the summary file only (tables, test names), not for stdout.
+to_summary() { sed 's/^/    /' >>"$summary"; }
+left() { echo $((end_at - SECONDS)); }
 
-# Key numbers, pulled from a log by kind.
-key_perf() {  # benchmark table: wrong count, average busbw, busbw of the largest row
+# ---- key numbers, pulled from a log by kind ---------------------------------
+key_perf() { # benchmark table: wrong count, average busbw, busbw of the largest row
   local log=$1
   local wrong avg last
   wrong=$(sed -n 's/^# Out of bounds values : \([0-9]*\).*/\1/p' "$log" | tail -n 1)
@@ -60,7 +119,8 @@ key_perf() {  # benchmark table: wrong count, average busbw, busbw of the larges
   last=$(grep -E '^ +[0-9]+ ' "$log" | tail -n 1 | awk '{printf "%s B: busbw %s GB/s (oop), %s GB/s (in-place)", $1, $8, $12}')
   echo "wrong=${wrong:-?} avg-busbw=${avg:-?} GB/s; largest ${last:-row missing}"
 }
-key_latency() {  # time of the 8-byte row, out-of-place and in-place
+key_probe() { key_perf "$1"; }
+key_latency() { # time of the 8-byte row, out-of-place and in-place
   grep -E '^ +8 ' "$1" | tail -n 1 | awk '{printf "8 B all-reduce: %s us (oop), %s us (in-place), #wrong %s/%s", $6, $10, $9, $13}'
 }
 key_ctest() {
@@ -69,24 +129,45 @@ key_ctest() {
   skipped=$(grep -c '(Skipped)' "$1")
   echo "$line; $skipped skipped"
 }
+gtest_count() { # gtest_count LOG WORD: the number on gtest's "[  WORD  ] N test(s)" line
+  sed -n "s/^\[ *$2 *\] \([0-9][0-9]*\) tests\{0,1\}[,.].*/\1/p" "$1" | tail -n 1
+}
+gtest_total() { sed -n 's/^\[==========\] \([0-9][0-9]*\) tests\{0,1\} from .* ran\..*/\1/p' "$1" | tail -n 1; }
+key_gtest() {
+  local total passed failed skipped
+  total=$(gtest_total "$1")
+  passed=$(gtest_count "$1" PASSED)
+  failed=$(gtest_count "$1" FAILED)
+  skipped=$(gtest_count "$1" SKIPPED)
+  echo "${total:-?} tests: ${passed:-0} passed, ${failed:-0} failed, ${skipped:-0} skipped"
+}
 key_copy() { awk '/^memcpy D2D/ {printf "D2D copy %s GB/s (HBM reference)", $4}' "$1"; }
 key_none() { tail -n 1 "$1" | cut -c1-100; }
 
-# Verdicts beyond the exit status, by kind.
+# ---- verdicts beyond the exit status, by kind --------------------------------
 ok_perf() { grep -q '^# Out of bounds values : 0 OK' "$1"; }
 ok_any() { true; }
 # A run that skipped itself: exit status 77 (the kernel benchmarks without a
-# device), or a ctest run where every test skipped.
+# device), or a test run in which every test skipped.
 all_skipped() {
-  local rc=$1 log=$2 total skipped
+  local rc=$1 log=$2 kind=$3 total skipped
   [ "$rc" -eq 77 ] && return 0
-  total=$(sed -n 's/.*tests failed out of \([0-9]*\).*/\1/p' "$log" | tail -n 1)
-  skipped=$(grep -c '(Skipped)' "$log")
-  [ -n "$total" ] && [ "$total" -gt 0 ] && [ "$skipped" -eq "$total" ]
+  case $kind in
+    ctest)
+      total=$(sed -n 's/.*tests failed out of \([0-9]*\).*/\1/p' "$log" | tail -n 1)
+      skipped=$(grep -c '(Skipped)' "$log")
+      ;;
+    gtest)
+      total=$(gtest_total "$log")
+      skipped=$(gtest_count "$log" SKIPPED)
+      ;;
+    *) return 1 ;;
+  esac
+  [ -n "$total" ] && [ -n "$skipped" ] && [ "$total" -gt 0 ] && [ "$skipped" -eq "$total" ]
 }
 
 # run NAME TIMEOUT_S KIND cmd...: runs cmd (bounded by the timeout and the
-# budget), logs to OUT/NAME.log, records PASS/FAIL/TIMEOUT and the key
+# budget), logs to NAME.log, records PASS/FAIL/TIMEOUT/SKIPPED and the key
 # number; returns 0 (pass or skipped), 1 (fail), 124 (timeout) or 125 (not
 # run: no time left).
 deadline=0
@@ -94,152 +175,289 @@ run() {
   local name=$1 tmo=$2 kind=$3
   shift 3
   local left=$((deadline - SECONDS))
-  if [ "$deadline" -gt 0 ] && [ "$left" -lt 5 ]; then
+  if [ "$left" -lt 5 ]; then
     record SKIPPED "$name" 0 "(budget: no time left)"
     return 125
   fi
-  if [ "$deadline" -gt 0 ] && [ "$left" -lt "$tmo" ]; then tmo=$left; fi
-  local t0=$SECONDS rc=0 status
-  timeout -k 10 "$tmo" "$@" >"$out/$name.log" 2>&1 || rc=$?
+  if [ "$left" -lt "$tmo" ]; then tmo=$left; fi
+  local t0=$SECONDS rc=0 status log="$work/$name.log"
+  timeout -k 10 "$tmo" "$@" >"$log" 2>&1 || rc=$?
   local verdict=ok_any
-  [ "$kind" = perf ] || [ "$kind" = latency ] && verdict=ok_perf
+  case $kind in perf | latency | probe) verdict=ok_perf ;; esac
   if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
     status=TIMEOUT
-  elif all_skipped "$rc" "$out/$name.log"; then
+  elif all_skipped "$rc" "$log" "$kind"; then
     status=SKIPPED
-  elif [ "$rc" -eq 0 ] && "$verdict" "$out/$name.log"; then
+  elif [ "$rc" -eq 0 ] && "$verdict" "$log"; then
     status=PASS
   else
     status=FAIL
   fi
   local key
-  key="$("key_$kind" "$out/$name.log" 2>/dev/null)"
-  [ -n "$key" ] || key="$(key_none "$out/$name.log")"
+  key="$("key_$kind" "$log" 2>/dev/null)"
+  [ -n "$key" ] || key="$(key_none "$log")"
   [ "$status" = TIMEOUT ] && key="(killed after ${tmo}s) $key"
   [ "$status" = FAIL ] && key="rc=$rc $key"
   record "$status" "$name" "$((SECONDS - t0))" "$key"
   case $status in PASS | SKIPPED) return 0 ;; TIMEOUT) return 124 ;; *) return 1 ;; esac
 }
+# have BINARY NAME: true when the binary was built, else records NAME SKIPPED.
+have() {
+  [ -x "$1" ] && [ -z "${stale[$1]:-}" ] && return 0
+  record SKIPPED "$2" 0 "(not built: $(basename "$1"); see build.log)"
+  return 1
+}
 
-# ---- MPS daemon of our own (stopped on exit, whatever happens) ----
+# ---- MPS daemon of our own, and the end (whatever happens) -------------------
 mps_pipe=""
 stop_mps() {
   [ -n "$mps_pipe" ] || return 0
   echo quit | CUDA_MPS_PIPE_DIRECTORY="$mps_pipe" timeout 20 nvidia-cuda-mps-control >/dev/null 2>&1
   mps_pipe=""
 }
-trap stop_mps EXIT
-trap 'stop_mps; exit 143' TERM INT
+finished=0
+finish() {
+  [ "$finished" = 1 ] && return 0
+  finished=1
+  stop_mps
+  local passed failed skipped
+  passed=$(grep -c '^PASS ' "$summary")
+  failed=$(grep -cE '^(FAIL|TIMEOUT) ' "$summary")
+  skipped=$(grep -c '^SKIPPED ' "$summary")
+  note "done in ${SECONDS}s: $passed passed, $failed failed or timed out, $skipped skipped (work folder $work)"
+  publish force
+  # What the caller sees last: the records, not the tables.
+  echo
+  echo "==== device check summary ($out/summary.txt; logs in $out/logs.tgz) ===="
+  grep -E '^(device check|gpu:|tools:|run budget|interrupted|PASS |FAIL |TIMEOUT |SKIPPED |    failed: |done in )' "$summary"
+}
+trap finish EXIT
+trap 'note "interrupted by a signal"; exit 143' TERM INT
 
-note "device check $(date -u +%FT%TZ) on $(hostname), build $build, kernel filter $filter"
+note "device check $(date -u +%FT%TZ) on $(hostname), build $build, mode $mode"
 gpus=0
 if command -v nvidia-smi >/dev/null 2>&1; then
-  nvidia-smi --query-gpu=name,memory.total,driver_version,compute_mode --format=csv,noheader 2>&1 | tee -a "$summary"
+  note "gpu: $(nvidia-smi --query-gpu=name,memory.total,driver_version,compute_mode --format=csv,noheader 2>&1 | head -n 4 | tr '\n' ';')"
   gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
 else
-  note "nvidia-smi: not found"
+  note "gpu: nvidia-smi not found"
 fi
-nproc | sed 's/^/cores: /' | tee -a "$summary"
+note "tools: $(nproc) cores; $(cmake --version 2>/dev/null | head -n 1); ninja $(ninja --version 2>/dev/null);" \
+  "nvcc $(nvcc --version 2>/dev/null | sed -n 's/.*release \([0-9.]*\).*/\1/p')"
 [ "$gpus" -gt 0 ] || note "no GPU visible: GPU steps will report SKIPPED"
 
-# ---- build (not counted in the budget) ----
+# ---- configure ---------------------------------------------------------------
 t0=$SECONDS
-if ! cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCHORUS_ENABLE_CUDA=ON \
-  -DCHORUS_BUILD_BENCHMARKS=ON -DCHORUS_BUILD_TESTS=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
-  -DCHORUS_KERNEL_FILTER="$filter" -DCHORUS_WERROR=ON >"$out/configure.log" 2>&1; then
-  tail -n 20 "$out/configure.log"
-  record FAIL configure "$((SECONDS - t0))" "see configure.log"
-  exit 1
-fi
-# Only what the runs below use: the GPU tests, the kernel benchmarks, the
-# four collective tools and the launcher.
-targets="chorus_gpu_tests reduce_kernel_perf lane_kernel_perf all_reduce_perf all_gather_perf reduce_scatter_perf
-  sendrecv_perf chorusrun"
-# shellcheck disable=SC2086
-if ! timeout 900 ninja -C "$build" $targets >"$out/build.log" 2>&1; then
-  tail -n 40 "$out/build.log"
-  record FAIL build "$((SECONDS - t0))" "see build.log"
-  exit 1
-fi
-record PASS build "$((SECONDS - t0))" "$(echo "$targets" | wc -w) targets"
-deadline=$((SECONDS + budget))
-
-# ---- GPU tests: kernels bit-identical to the host loops, the public API in GPU mode ----
-run gpu-tests 150 ctest ctest --test-dir "$build" -L gpu --output-on-failure --timeout 90
-# The failures by name (ctest pads names with dots: squeeze them).
-grep -E "\*\*\*Failed|Not Run|\*\*\*Timeout|\*\*\*Exception" "$out/gpu-tests.log" | tr -s '.' | cut -c1-160 |
-  head -n 30 | sed 's/^/    /' | tee -a "$summary"
-
-# ---- kernels: reduction vs device-to-device copy (1 GiB); lane-kernel latency and bandwidth ----
-run reduce-kernel-perf 60 copy "$bin/reduce_kernel_perf" -b $((1 << 30)) -n 20 -w 5
-sed 's/^/    /' "$out/reduce-kernel-perf.log" | tee -a "$summary"
-run lane-kernel-perf 60 none "$bin/lane_kernel_perf" -n 20 -w 5
-sed 's/^/    /' "$out/lane-kernel-perf.log" | tee -a "$summary"
-
-# ---- collectives with several ranks on the GPU ----
-export CHORUS_MODE=$mode
-# A rank that waits on a peer gives up after 15 s instead of the default
-# 20 s: a hang shows up as an error well before the run's own timeout.
-export CHORUS_TIMEOUT_MS=${CHORUS_TIMEOUT_MS:-15000}
-probe_ok=0
-if [ "$mode" = gpu ] && [ "$gpus" -eq 0 ]; then
-  record SKIPPED collective-benchmarks 0 "(no GPU visible)"
-elif run mode-probe 40 perf "$bin/all_reduce_perf" -t 1 -b 8 -e 8 -n 1 -w 0 -c 1; then
-  probe_ok=1
+configured=0
+gtest_note=""
+if [ "$reconfigure" != 1 ] && [ -f "$build/CMakeCache.txt" ] && [ -f "$build/build.ninja" ]; then
+  configured=1
+  kf=$(sed -n 's/^CHORUS_KERNEL_FILTER:[A-Z]*=//p' "$build/CMakeCache.txt" | head -n 1)
+  record PASS configure 0 "reused the existing configuration of $build${kf:+ (kernel filter $kf)}"
 else
-  record SKIPPED collective-benchmarks 0 "(all_reduce_perf cannot run one rank in CHORUS_MODE=$mode; see mode-probe.log)"
-  grep -m2 -iE "gpu|cuda|fail|error" "$out/mode-probe.log" | cut -c1-200 | sed 's/^/    /' | tee -a "$summary"
-fi
-
-if [ "$probe_ok" = 1 ]; then
-  # Launch latency: 2 ranks, 8 bytes, plain launches and one CUDA graph of
-  # 100 iterations replayed 10 times.
-  run latency-t2-launch 40 latency "$bin/all_reduce_perf" -t 2 -b 8 -e 8 -n 1000 -w 100 -c 1
-  run latency-t2-graph 40 latency "$bin/all_reduce_perf" -t 2 -b 8 -e 8 -n 100 -w 100 -c 1 -G 10
-
-  # The matrix. 50 s stay reserved for the MPS run after it.
-  full_deadline=$deadline
-  deadline=$((deadline - 50))
-  declare -A hung=()  # collective -> the run that timed out
-  for t in 2 4 8; do
-    for coll in all_reduce all_gather reduce_scatter sendrecv; do
-      for dt in float half bfloat16; do
-        name="perf-$coll-t$t-$dt"
-        if [ -n "${hung[$coll]:-}" ]; then
-          record SKIPPED "$name" 0 "(${hung[$coll]} timed out)"
-          continue
-        fi
-        rc=0
-        # shellcheck disable=SC2086
-        run "$name" "$run_timeout" perf "$bin/${coll}_perf" -t "$t" -b 8 -e "$max_bytes" -f 4 -c 1 -d "$dt" $perf_args || rc=$?
-        [ "$rc" -eq 124 ] && hung[$coll]=$name
-      done
-    done
-  done
-  deadline=$full_deadline
-
-  # Two processes on the one GPU need MPS to run their kernels side by side.
-  if ! command -v nvidia-cuda-mps-control >/dev/null 2>&1; then
-    record SKIPPED mps-2proc-all_reduce 0 "(nvidia-cuda-mps-control not found)"
+  cfg=(-S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCHORUS_ENABLE_CUDA=ON
+    -DCHORUS_BUILD_BENCHMARKS=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DCHORUS_KERNEL_FILTER="$filter")
+  [ -d "$root/.gtest" ] && cfg+=(-DCHORUS_GTEST_SOURCE_DIR="$root/.gtest")
+  if timeout -k 10 120 cmake "${cfg[@]}" -DCHORUS_BUILD_TESTS=ON >"$work/configure.log" 2>&1; then
+    configured=1
+    grep -q 'Chorus: GoogleTest not found' "$work/configure.log" && gtest_note="; tests NOT built: GoogleTest not found"
+    grep -q 'Chorus: GoogleTest built from' "$work/configure.log" && gtest_note="; GoogleTest built from .gtest"
+    record PASS configure "$((SECONDS - t0))" "kernel filter $filter, with tests$gtest_note"
   else
-    mps_pipe="$out/mps/pipe"
-    # The control socket's path must fit a sockaddr_un (108 bytes).
-    [ ${#mps_pipe} -gt 80 ] && mps_pipe="$(mktemp -d /tmp/chorus-mps.XXXXXX)"
-    mkdir -p "$mps_pipe" "$out/mps/log"
-    if CUDA_MPS_PIPE_DIRECTORY="$mps_pipe" CUDA_MPS_LOG_DIRECTORY="$out/mps/log" \
-      timeout 20 nvidia-cuda-mps-control -d >"$out/mps-start.log" 2>&1; then
-      run mps-2proc-all_reduce 45 perf env CUDA_MPS_PIPE_DIRECTORY="$mps_pipe" \
-        CUDA_MPS_LOG_DIRECTORY="$out/mps/log" "$bin/chorusrun" -n 2 -- "$bin/all_reduce_perf" -b 8 -e 256M -f 4 \
-        -c 1 -w 2 -n 10
-      stop_mps
+    grep -E 'CMake Error|error' "$work/configure.log" | head -n 10
+    record FAIL configure "$((SECONDS - t0))" "see configure.log; again with CHORUS_BUILD_TESTS=OFF"
+    t0=$SECONDS
+    if timeout -k 10 120 cmake "${cfg[@]}" -DCHORUS_BUILD_TESTS=OFF >"$work/configure-no-tests.log" 2>&1; then
+      configured=1
+      record PASS configure-no-tests "$((SECONDS - t0))" "GPU tests will be SKIPPED"
     else
-      mps_pipe=""
-      record SKIPPED mps-2proc-all_reduce 0 "(MPS daemon did not start: $(head -c 100 "$out/mps-start.log"))"
+      grep -E 'CMake Error|error' "$work/configure-no-tests.log" | head -n 10
+      record FAIL configure-no-tests "$((SECONDS - t0))" "see configure-no-tests.log"
     fi
   fi
 fi
 
-passed=$(grep -c '^PASS ' "$summary")
-failed=$(grep -cE '^(FAIL|TIMEOUT) ' "$summary")
-skipped=$(grep -c '^SKIPPED ' "$summary")
-note "done in ${SECONDS}s: $passed passed, $failed failed or timed out, $skipped skipped"
+# ---- build: only what the runs below use --------------------------------------
+wanted="chorus_gpu_tests reduce_kernel_perf lane_kernel_perf all_reduce_perf all_gather_perf reduce_scatter_perf
+  sendrecv_perf chorusrun"
+declare -A stale=() # binaries on disk that this build did not bring up to date
+t0=$SECONDS
+if [ "$configured" = 1 ]; then
+  # Regenerate first if a CMakeLists changed, so that the target list is current.
+  timeout -k 10 120 ninja -C "$build" build.ninja >"$work/build.log" 2>&1
+  targets=""
+  missing=""
+  for t in $wanted; do
+    if grep -qE "^build $t: phony" "$build/build.ninja"; then targets="$targets $t"; else missing="$missing $t"; fi
+  done
+  for t in $missing; do
+    case $t in
+      chorus_gpu_tests) stale[$gpu_tests]=1 ;;
+      *) stale[$bin/$t]=1 ;;
+    esac
+  done
+  btmo=$build_limit
+  [ $(($(left) - 60)) -lt "$btmo" ] && btmo=$(($(left) - 60))
+  [ "$btmo" -lt 10 ] && btmo=10
+  brc=0
+  # shellcheck disable=SC2086
+  timeout -k 10 "$btmo" ninja -C "$build" -k 0 ${jobs:+-j "$jobs"} $targets >>"$work/build.log" 2>&1 || brc=$?
+  if [ "$brc" -ne 0 ]; then
+    # Which targets are still out of date: their binaries (if any) are stale.
+    # (ninja -n on build.ninja itself stops at "Re-running CMake": CMake's
+    # glob check always looks dirty to a dry run. A copy that no rule
+    # regenerates does not.)
+    notbuilt=""
+    cp -f "$build/build.ninja" "$build/.device-check.ninja"
+    for t in $targets; do
+      if ! ninja -C "$build" -f .device-check.ninja -n "$t" 2>/dev/null | grep -q 'no work to do'; then
+        notbuilt="$notbuilt $t"
+        case $t in
+          chorus_gpu_tests) stale[$gpu_tests]=1 ;;
+          *) stale[$bin/$t]=1 ;;
+        esac
+      fi
+    done
+    rm -f "$build/.device-check.ninja"
+    grep -E '^FAILED:|error:' "$work/build.log" | head -n 20 | cut -c1-200
+    if [ "$brc" -eq 124 ] || [ "$brc" -eq 137 ]; then st=TIMEOUT; else st=FAIL; fi
+    record "$st" build "$((SECONDS - t0))" "rc=$brc (limit ${btmo}s); not built:${notbuilt:- none}; see build.log"
+  else
+    record PASS build "$((SECONDS - t0))" "$(echo "$targets" | wc -w) targets${missing:+; not in this configuration:$missing}"
+  fi
+else
+  record SKIPPED build 0 "(not configured)"
+  for t in $wanted; do stale[$bin/$t]=1; done
+  stale[$gpu_tests]=1
+fi
+publish force
+
+# ---- the run phase's budget ----------------------------------------------------
+run_budget=$(($(left) - 30))
+[ "$budget" -lt "$run_budget" ] && run_budget=$budget
+deadline=$((SECONDS + run_budget))
+note "run budget: ${run_budget}s (until ${deadline}s of ${total}s)"
+
+# The benchmarks' environment: a rank that waits on a peer, or on init, gives
+# up well before the run's own timeout, so a hang shows up as an error.
+perf_env=(env CHORUS_MODE="$mode" CHORUS_TIMEOUT_MS="${CHORUS_TIMEOUT_MS:-15000}"
+  CHORUS_INIT_TIMEOUT_MS="${CHORUS_INIT_TIMEOUT_MS:-20000}")
+export CHORUS_INIT_TIMEOUT_MS=${CHORUS_INIT_TIMEOUT_MS:-20000}
+
+# ---- probe: can GPU mode run two ranks at all? --------------------------------
+probe_ok=0
+if [ "$mode" = gpu ] && [ "$gpus" -eq 0 ]; then
+  record SKIPPED mode-probe 0 "(no GPU visible: collective benchmarks skipped)"
+elif have "$bin/all_reduce_perf" mode-probe; then
+  run mode-probe 40 probe "${perf_env[@]}" "$bin/all_reduce_perf" -t 2 -b 8 -e 1M -c 1
+  prc=$?
+  if [ "$prc" -ne 124 ] && [ "$prc" -ne 125 ] && grep -qE '^ +[0-9]+ ' "$work/mode-probe.log"; then
+    probe_ok=1
+  else
+    note "collective benchmarks SKIPPED: all_reduce_perf -t 2 in CHORUS_MODE=$mode timed out or printed no table"
+    grep -m2 -iE "gpu|cuda|fail|error" "$work/mode-probe.log" | cut -c1-200 | sed 's/^/    /'
+  fi
+fi
+
+# ---- GPU tests: kernels bit-identical to the host loops, the public API in GPU mode
+# The cheap kernel cases (hundreds of short ones) in one process; the rest
+# through ctest, one process per case, 4 at a time, 60 s each at most.
+cheap_filter='AllTypesAndKinds/*:ReduceKernelArgs.*:LaneParamsChecks.*'
+cheap_regex='^(AllTypesAndKinds/|ReduceKernelArgs[.]|LaneParamsChecks[.])'
+if have "$gpu_tests" gpu-kernel-tests; then
+  run gpu-kernel-tests 90 gtest "$gpu_tests" --gtest_filter="$cheap_filter"
+  grep -E '^\[  FAILED  \] [A-Za-z]' "$work/gpu-kernel-tests.log" | sed 's/, where .*//; s/ ([0-9]* ms)$//' |
+    sort -u | head -n 20 | cut -c1-160 | sed 's/^\[  FAILED  \] /    failed: /' | tee -a "$summary"
+fi
+if have "$gpu_tests" gpu-tests; then
+  run gpu-tests 200 ctest ctest --test-dir "$build" -L gpu -E "$cheap_regex" -j4 --output-on-failure
+  # The failures by name (ctest pads names with dots: squeeze them).
+  grep -E "\*\*\*Failed|Not Run|\*\*\*Timeout|\*\*\*Exception" "$work/gpu-tests.log" | tr -s '.' | cut -c1-160 |
+    head -n 20 | sed 's/^ */    failed: /' | tee -a "$summary"
+fi
+publish force
+
+# ---- kernels: reduction vs device-to-device copy (1 GiB) ------------------------
+if have "$bin/reduce_kernel_perf" reduce-kernel-perf; then
+  run reduce-kernel-perf 60 copy "$bin/reduce_kernel_perf" -b $((1 << 30)) -n 20 -w 5
+  [ -f "$work/reduce-kernel-perf.log" ] && to_summary <"$work/reduce-kernel-perf.log"
+fi
+
+# ---- collectives with several ranks on the GPU ------------------------------------
+to_bytes() { # 256M -> 268435456 (K, M, G: powers of 1024); nothing if not a size
+  local n=${1%[KkMmGg]} u=${1: -1} f=1
+  case $u in K | k) f=1024 ;; M | m) f=$((1 << 20)) ;; G | g) f=$((1 << 30)) ;; esac
+  [[ $n =~ ^[0-9]+$ ]] && echo $((n * f))
+}
+half_bytes=256M
+mb=$(to_bytes "$max_bytes")
+[ -n "$mb" ] && [ "$mb" -lt $((256 << 20)) ] && half_bytes=$max_bytes
+declare -A hung=() # collective -> why its remaining runs are skipped
+# bench COLL T DTYPE MAXBYTES: one run of the matrix.
+bench() {
+  local coll=$1 t=$2 dt=$3 e=$4 name="perf-$1-t$2-$3" rc=0
+  if [ -n "${hung[$coll]:-}" ]; then
+    record SKIPPED "$name" 0 "(${hung[$coll]})"
+    return
+  fi
+  have "$bin/${coll}_perf" "$name" || return
+  # shellcheck disable=SC2086
+  run "$name" "$run_timeout" perf "${perf_env[@]}" "$bin/${coll}_perf" -t "$t" -b 8 -e "$e" -f 4 -c 1 -d "$dt" \
+    $perf_args || rc=$?
+  if [ "$rc" -eq 124 ]; then
+    hung[$coll]="$name timed out"
+  elif [ "$rc" -eq 1 ] && grep -qE 'made no progress|did not finish' "$work/$name.log"; then
+    hung[$coll]="$name: kernel timeout"
+  fi
+}
+if [ "$probe_ok" = 1 ]; then
+  for t in 8 2 4; do bench all_reduce "$t" float "$max_bytes"; done
+  # Launch latency: 2 ranks, 8 bytes, plain launches and one CUDA graph of
+  # 100 iterations replayed 10 times (the probe showed that 2 ranks work).
+  run latency-t2-launch 40 latency "${perf_env[@]}" "$bin/all_reduce_perf" -t 2 -b 8 -e 8 -n 1000 -w 100 -c 1
+  run latency-t2-graph 40 latency "${perf_env[@]}" "$bin/all_reduce_perf" -t 2 -b 8 -e 8 -n 100 -w 100 -c 1 -G 10
+  for t in 8 4 2; do
+    for coll in all_gather reduce_scatter sendrecv; do bench "$coll" "$t" float "$max_bytes"; done
+  done
+  for dt in half bfloat16; do
+    for coll in all_reduce reduce_scatter all_gather sendrecv; do bench "$coll" 8 "$dt" "$half_bytes"; done
+  done
+fi
+publish force
+
+# ---- the lane kernel's latency and bandwidth ---------------------------------------
+if have "$bin/lane_kernel_perf" lane-kernel-perf; then
+  run lane-kernel-perf 60 none "$bin/lane_kernel_perf" -n 20 -w 5
+  [ -f "$work/lane-kernel-perf.log" ] && to_summary <"$work/lane-kernel-perf.log"
+fi
+
+# ---- two processes on the one GPU: MPS runs their kernels side by side ------------
+if [ "$probe_ok" != 1 ]; then
+  record SKIPPED mps-2proc-all_reduce 0 "(no collective benchmarks: see mode-probe)"
+elif [ "$mode" != gpu ]; then
+  record SKIPPED mps-2proc-all_reduce 0 "(CHORUS_MODE=$mode)"
+elif ! command -v nvidia-cuda-mps-control >/dev/null 2>&1; then
+  record SKIPPED mps-2proc-all_reduce 0 "(nvidia-cuda-mps-control not found)"
+elif [ ! -x "$bin/chorusrun" ] || [ -n "${stale[$bin/chorusrun]:-}" ]; then
+  record SKIPPED mps-2proc-all_reduce 0 "(not built: chorusrun; see build.log)"
+elif [ $((deadline - SECONDS)) -lt 70 ]; then
+  # Start (up to 20 s), the run, stop (up to 20 s): all within the budget.
+  record SKIPPED mps-2proc-all_reduce 0 "(budget: $((deadline - SECONDS))s left, 70s needed)"
+else
+  mps_pipe="$work/mps/pipe"
+  mkdir -p "$mps_pipe" "$work/mps/log"
+  t0=$SECONDS
+  if CUDA_MPS_PIPE_DIRECTORY="$mps_pipe" CUDA_MPS_LOG_DIRECTORY="$work/mps/log" \
+    timeout 20 nvidia-cuda-mps-control -d >"$work/mps-start.log" 2>&1; then
+    # Leave 25 s of the budget for stopping the daemon.
+    deadline=$((deadline - 25))
+    run mps-2proc-all_reduce 45 perf env CUDA_MPS_PIPE_DIRECTORY="$mps_pipe" CUDA_MPS_LOG_DIRECTORY="$work/mps/log" \
+      "${perf_env[@]:1}" "$bin/chorusrun" -n 2 -- "$bin/all_reduce_perf" -b 8 -e 256M -f 4 -c 1 -w 2 -n 10
+    deadline=$((deadline + 25))
+    stop_mps
+  else
+    mps_pipe=""
+    record SKIPPED mps-2proc-all_reduce "$((SECONDS - t0))" "(MPS daemon did not start: $(head -c 100 "$work/mps-start.log"))"
+  fi
+fi
+# finish (the EXIT trap) stops MPS, writes the totals, publishes and prints the records.

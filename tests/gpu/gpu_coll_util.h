@@ -344,8 +344,15 @@ class GpuRanks {
   bool alive() const { return !aborted_; }
   // Aborts every communicator now and waits for the streams to drain, so
   // that buffers can be freed afterwards (cudaFree waits for the device).
+  // ncclCommRevoke first raises every communicator's abort flag at once: a
+  // kernel of one rank that waits on a peer whose communicator is not
+  // aborted yet stops now instead of waiting for its turn in the loop below.
   void abortAll() {
     broken_ = aborted_ = true;
+    for (ncclComm_t c : comms_) {
+      if (!c) continue;
+      mustReturnWithin("ncclCommRevoke", Ms(10000), [c] { return ncclCommRevoke(c, NCCL_REVOKE_DEFAULT); });
+    }
     for (ncclComm_t& c : comms_) {
       if (!c) continue;
       ncclComm_t comm = c;

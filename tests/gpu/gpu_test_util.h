@@ -26,7 +26,12 @@ inline std::string whyNoGpu() {
     if (!why_.empty()) GTEST_SKIP() << "GPU test skipped: " << why_; \
   } while (0)
 
-#define CUDA_OK(call) ASSERT_EQ((call), cudaSuccess) << #call << ": " << cudaGetErrorString(call)
+// Asserts that a CUDA call succeeds; the call runs exactly once.
+#define CUDA_OK(call)                                                                          \
+  do {                                                                                         \
+    const cudaError_t cuda_ok_err_ = (call);                                                   \
+    ASSERT_EQ(cuda_ok_err_, cudaSuccess) << #call << ": " << cudaGetErrorString(cuda_ok_err_); \
+  } while (0)
 
 class DeviceBuffer {
  public:

@@ -208,24 +208,28 @@ ncclResult_t P2pTransport::createRecv(const ConnRequest& req, const PeerInfo& pe
   CHORUS_CHECK(requireGpuRequest(req, "createRecv"));
   const int device = req.selfDevice;
   const size_t bytes = fifoTotalBytes(req.slotBytes, req.nslots);
+  const bool sameProcess = peer.processToken == processToken();
+  // Memory exported through CUDA IPC is shared by allocation granule (2 MiB):
+  // a FIFO of its own granules exposes nothing else of this process.
+  constexpr size_t kIpcGranule = size_t(2) << 20;
+  const size_t allocBytes = sameProcess ? bytes : (bytes + kIpcGranule - 1) / kIpcGranule * kIpcGranule;
   gpu::DeviceScope scope(device);
   CHORUS_CHECK(switchTo(scope, device, req));
   gpu::RelaxedCaptureScope relaxed;
   void* base = nullptr;
-  const cudaError_t err = cudaMalloc(&base, bytes);
+  const cudaError_t err = cudaMalloc(&base, allocBytes);
   if (err != cudaSuccess) {
     (void)cudaGetLastError();
     return fail(ncclUnhandledCudaError, "p2p: %s: cudaMalloc of %zu KiB on device %d failed: %s: %s", req.label.c_str(),
-                bytes >> 10, device, cudaGetErrorName(err), cudaGetErrorString(err));
+                allocBytes >> 10, device, cudaGetErrorName(err), cudaGetErrorString(err));
   }
   std::shared_ptr<void> mem(base, [device](void* p) {
     gpu::DeviceScope s(device);
     gpu::RelaxedCaptureScope r;
     (void)cudaFree(p);
   });
-  CHORUS_CHECK(gpu::zeroDeviceMemory(base, bytes));
+  CHORUS_CHECK(gpu::zeroDeviceMemory(base, allocBytes));
 
-  const bool sameProcess = peer.processToken == processToken();
   P2pHandle h;
   h.ownerPid = getpid();
   h.device = device;
@@ -291,6 +295,7 @@ ncclResult_t P2pTransport::connectSend(const ConnRequest& req, const PeerInfo& p
   }
   std::shared_ptr<void> mem(base, [device](void* p) {
     gpu::DeviceScope s(device);
+    gpu::RelaxedCaptureScope r;
     (void)cudaIpcCloseMemHandle(p);
   });
   const std::string mine = gpu::pciBusId(device);

@@ -97,10 +97,15 @@ ncclResult_t orderAfterPrevious(CommState& st, cudaStream_t stream, bool inCaptu
 // and abort can tell when the communicator's kernels are done and the next
 // launch on another stream can wait for it.
 ncclResult_t trackLaunch(CommState& st, cudaStream_t stream, bool inCapture) {
-  if (inCapture) return ncclSuccess;  // runs when the graph is launched
   std::lock_guard<std::mutex> lock(st.launchMutex);
   cudaEvent_t& ev = st.inFlight[stream];
   if (ev == nullptr) CHORUS_CUDA_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+  if (inCapture) {
+    // An event-record node: every replay of the graph records it, so destroy
+    // and finalize also wait for kernels launched by graph replays.
+    CHORUS_CUDA_CHECK(cudaEventRecordWithFlags(ev, stream, cudaEventRecordExternal));
+    return ncclSuccess;
+  }
   CHORUS_CUDA_CHECK(cudaEventRecord(ev, stream));
   if (st.last == nullptr) CHORUS_CUDA_CHECK(cudaEventCreateWithFlags(&st.last, cudaEventDisableTiming));
   CHORUS_CUDA_CHECK(cudaEventRecord(st.last, stream));
