@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "chorus/chorus.h"
+#include "kernels/common/float_types.h"
 #include "nccl.h"
 
 namespace chorus::gputest {
@@ -66,75 +67,37 @@ inline const char* typeName(ncclDataType_t t) {
   }
 }
 
-// IEEE-style binary format with `expBits` exponent and `mantBits` fraction
-// bits: round to nearest even, subnormals, infinities, one quiet NaN.
-inline uint64_t encodeBinary(double v, int expBits, int mantBits) {
-  const int bias = (1 << (expBits - 1)) - 1;
-  const uint64_t expMax = (uint64_t{1} << expBits) - 1;
-  const uint64_t sign = std::signbit(v) ? uint64_t{1} << (expBits + mantBits) : 0;
-  if (std::isnan(v)) return (expMax << mantBits) | (uint64_t{1} << (mantBits - 1));
-  const double a = std::fabs(v);
-  if (std::isinf(a)) return sign | (expMax << mantBits);
-  if (a == 0) return sign;
-  int e = 0;
-  std::frexp(a, &e);  // a in [2^(e-1), 2^e)
-  int exp = e - 1 + bias;
-  if (exp <= 0) {  // subnormal; rounding up into the smallest normal gives the right bits too
-    return sign | static_cast<uint64_t>(std::nearbyint(std::ldexp(a, bias - 1 + mantBits)));
-  }
-  auto m = static_cast<uint64_t>(std::nearbyint(std::ldexp(a, mantBits - (e - 1))));  // [2^mant, 2^(mant+1)]
-  if (m == uint64_t{1} << (mantBits + 1)) {
-    m >>= 1;
-    ++exp;
-  }
-  if (exp >= static_cast<int>(expMax)) return sign | (expMax << mantBits);
-  return sign | (static_cast<uint64_t>(exp) << mantBits) | (m - (uint64_t{1} << mantBits));
+// Stores v (exactly representable in the cases that compare) as element i.
+// Element i of a buffer of `t` as a double, and back. Half and bfloat16 go
+// through the project's own conversions (kernels/common/float_types.h), the
+// ones both executors use.
+template <typename T>
+inline void storeAs(unsigned char* p, T x) {
+  std::memcpy(p, &x, sizeof x);
 }
-
-inline double decodeBinary(uint64_t bits, int expBits, int mantBits) {
-  const int bias = (1 << (expBits - 1)) - 1;
-  const uint64_t expMax = (uint64_t{1} << expBits) - 1;
-  const bool neg = (bits >> (expBits + mantBits)) & 1;
-  const uint64_t exp = (bits >> mantBits) & expMax;
-  const uint64_t mant = bits & ((uint64_t{1} << mantBits) - 1);
-  double v;
-  if (exp == expMax)
-    v = mant ? std::nan("") : INFINITY;
-  else if (exp == 0)
-    v = std::ldexp(static_cast<double>(mant), 1 - bias - mantBits);
-  else
-    v = std::ldexp(static_cast<double>(mant | (uint64_t{1} << mantBits)), static_cast<int>(exp) - bias - mantBits);
-  return neg ? -v : v;
+template <typename T>
+inline T loadAs(const unsigned char* p) {
+  T x;
+  std::memcpy(&x, p, sizeof x);
+  return x;
 }
 
 // Stores v (exactly representable in the cases that compare) as element i.
 inline void storeValue(ncclDataType_t t, void* base, size_t i, double v) {
   auto* p = static_cast<unsigned char*>(base) + i * typeSize(t);
   switch (t) {
-    case ncclInt8: {
-      const auto x = static_cast<int8_t>(v);
-      std::memcpy(p, &x, 1);
-      return;
-    }
-    case ncclInt32: {
-      const auto x = static_cast<int32_t>(v);
-      std::memcpy(p, &x, 4);
-      return;
-    }
-    case ncclFloat32: {
-      const auto x = static_cast<float>(v);
-      std::memcpy(p, &x, 4);
-      return;
-    }
+    case ncclInt8:
+      return storeAs(p, static_cast<int8_t>(v));
+    case ncclInt32:
+      return storeAs(p, static_cast<int32_t>(v));
+    case ncclFloat32:
+      return storeAs(p, static_cast<float>(v));
     case ncclFloat64:
-      std::memcpy(p, &v, 8);
-      return;
+      return storeAs(p, v);
     case ncclFloat16:
-    case ncclBfloat16: {
-      const auto x = static_cast<uint16_t>(t == ncclFloat16 ? encodeBinary(v, 5, 10) : encodeBinary(v, 8, 7));
-      std::memcpy(p, &x, 2);
-      return;
-    }
+      return storeAs(p, floatToHalf(static_cast<float>(v)));
+    case ncclBfloat16:
+      return storeAs(p, floatToBf16(static_cast<float>(v)));
     default:
       std::abort();
   }
@@ -143,32 +106,18 @@ inline void storeValue(ncclDataType_t t, void* base, size_t i, double v) {
 inline double loadValue(ncclDataType_t t, const void* base, size_t i) {
   const auto* p = static_cast<const unsigned char*>(base) + i * typeSize(t);
   switch (t) {
-    case ncclInt8: {
-      int8_t x;
-      std::memcpy(&x, p, 1);
-      return x;
-    }
-    case ncclInt32: {
-      int32_t x;
-      std::memcpy(&x, p, 4);
-      return x;
-    }
-    case ncclFloat32: {
-      float x;
-      std::memcpy(&x, p, 4);
-      return x;
-    }
-    case ncclFloat64: {
-      double x;
-      std::memcpy(&x, p, 8);
-      return x;
-    }
+    case ncclInt8:
+      return loadAs<int8_t>(p);
+    case ncclInt32:
+      return loadAs<int32_t>(p);
+    case ncclFloat32:
+      return loadAs<float>(p);
+    case ncclFloat64:
+      return loadAs<double>(p);
     case ncclFloat16:
-    case ncclBfloat16: {
-      uint16_t x;
-      std::memcpy(&x, p, 2);
-      return t == ncclFloat16 ? decodeBinary(x, 5, 10) : decodeBinary(x, 8, 7);
-    }
+      return halfToFloat(loadAs<half_t>(p));
+    case ncclBfloat16:
+      return bf16ToFloat(loadAs<bf16_t>(p));
     default:
       std::abort();
   }
