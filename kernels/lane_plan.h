@@ -15,7 +15,8 @@
 //           receiver needs no separate flag read and no fence on the sender.
 //           Half of each slot is flags: for latency-bound small messages.
 // In both, the receiver frees a slot by advancing `head`, which the sender
-// reads before reusing it.
+// reads before reusing it. A Simple slot may instead carry a zero-copy
+// descriptor of a whole send step (kernels/common/direct_slot.h).
 //
 // Plain C++ (no CUDA headers): the host side fills these, the kernels read them.
 #pragma once
@@ -57,6 +58,7 @@ struct DevStep {
   uint8_t nSend = 0;
   uint8_t preSrc = 0;  // apply PreMulSum's scalar to src
   uint8_t post = 0;    // apply SumPostDiv's division to the result
+  uint8_t direct = 0;  // a plain send posted zero-copy (kernels/common/direct_slot.h); Simple lanes only
   const void* src = nullptr;
   void* dst = nullptr;
   uint64_t count = 0;  // elements

@@ -37,9 +37,11 @@ struct Rank {
   void* recv = nullptr;  // output; also both pointers of in-place runs
   size_t sendBytes = 0;
   size_t recvBytes = 0;
-  void* scratch = nullptr;   // small buffer for agreeing on results
-  void* lines = nullptr;     // nranks header lines (gatherRankLines)
-  ncclRedOp_t op = ncclSum;  // operator of the current configuration
+  void* scratch = nullptr;     // small buffer for agreeing on results
+  void* lines = nullptr;       // nranks header lines (gatherRankLines)
+  ncclRedOp_t op = ncclSum;    // operator of the current configuration
+  void* sendHandle = nullptr;  // -R 1: registration handles
+  void* recvHandle = nullptr;
 };
 
 // The ranks one thread drives, always launched together in one group.

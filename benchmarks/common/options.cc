@@ -31,6 +31,8 @@ const char kUsage[] =
     "  -a, --average <0-3>       time reported: 0 rank 0, 1 mean, 2 min, 3 max (1)\n"
     "  -G, --cudagraph <n>       GPU mode: capture the timed iterations in a CUDA graph\n"
     "                            and replay it n times; 0 = plain launches (0)\n"
+    "  -R, --local_register <0/1> 1: register the send and receive buffers with\n"
+    "                            ncclCommRegister (zero-copy point-to-point where possible) (0)\n"
     "  -h, --help                this text\n"
     "Multi-process: run under chorusrun (or set CHORUS_RANK, CHORUS_WORLD_SIZE and\n"
     "NCCL_COMM_ID=host:port), or use the *_mpi variant under mpirun.\n";
@@ -51,6 +53,7 @@ const option kLongOptions[] = {{"nthreads", required_argument, nullptr, 't'},
                                {"blocking", required_argument, nullptr, 'z'},
                                {"average", required_argument, nullptr, 'a'},
                                {"cudagraph", required_argument, nullptr, 'G'},
+                               {"local_register", required_argument, nullptr, 'R'},
                                {"help", no_argument, nullptr, 'h'},
                                {nullptr, 0, nullptr, 0}};
 
@@ -109,6 +112,12 @@ bool applyOption(int c, const char* arg, Options* o) {
     }
     case 'G':
       return parseInt(arg, 0, 1 << 20, &o->graphLaunches);
+    case 'R': {
+      int v = 0;
+      if (!parseInt(arg, 0, 1, &v)) return false;
+      o->registerBuffers = v != 0;
+      return true;
+    }
     case 'a': {
       int v = 1;
       if (!parseInt(arg, 0, 3, &v)) return false;
@@ -159,7 +168,7 @@ int parseOptions(int argc, char** argv, const char* tool, Options* opts, bool* d
   *done = false;
   optind = 1;
   int c;
-  while ((c = getopt_long(argc, argv, "t:g:b:e:i:f:n:w:m:c:d:o:r:z:a:G:h", kLongOptions, nullptr)) != -1) {
+  while ((c = getopt_long(argc, argv, "t:g:b:e:i:f:n:w:m:c:d:o:r:z:a:G:R:h", kLongOptions, nullptr)) != -1) {
     if (c == 'h') {
       std::printf(kUsage, tool);
       *done = true;

@@ -31,6 +31,9 @@ struct Options {
   // -G: capture the timed iterations into a CUDA graph and replay it this
   // many times (GPU mode; ignored, with a note, in host mode). 0: no graph.
   int graphLaunches = 0;
+  // -R 1: register send and receive buffers with each communicator
+  // (nccl-tests' local registration; 2, symmetric windows, is not offered).
+  bool registerBuffers = false;
 };
 
 // Parses argv. Returns 0 to go on, otherwise the exit code to leave with

@@ -45,8 +45,9 @@ void printPreamble(const Job& job, const std::vector<std::string>& rankLines) {
         "agg iters: %d validation: %d graph: %d\n",
         o.nThreads, o.ranksPerThread, o.minBytes, o.maxBytes, o.stepBytes, o.warmupIters, o.iters, o.aggIters,
         o.checkIters, o.graphLaunches);
-  std::printf("#\n# Launch: %s, %d process(es), %d rank(s) in total, %s communicators\n", job.world.how, job.world.size,
-              job.nranks, o.blockingInit ? "blocking" : "non-blocking");
+  std::printf("#\n# Launch: %s, %d process(es), %d rank(s) in total, %s communicators%s\n", job.world.how,
+              job.world.size, job.nranks, o.blockingInit ? "blocking" : "non-blocking",
+              o.registerBuffers ? ", registered buffers (-R 1)" : "");
   std::printf("# Using devices\n");
   for (const std::string& line : rankLines) std::printf("%s\n", line.c_str());
   std::printf("#\n");

@@ -63,6 +63,10 @@ void allocBuffers(ThreadRanks& t, const std::vector<size_t>& sizes) {
     BENCH_NCCL(r->mem.alloc(recvBytes, &r->recv), r.get());
     BENCH_NCCL(r->mem.alloc(kMaxAgreeValues * sizeof(double), &r->scratch), r.get());
     BENCH_NCCL(r->mem.alloc(kRankLineBytes * static_cast<size_t>(job.nranks), &r->lines), r.get());
+    if (job.opts.registerBuffers) {
+      BENCH_NCCL(ncclCommRegister(r->comm, r->send, sendBytes, &r->sendHandle), r.get());
+      BENCH_NCCL(ncclCommRegister(r->comm, r->recv, recvBytes, &r->recvHandle), r.get());
+    }
   }
 }
 
@@ -182,6 +186,8 @@ void teardown(ThreadRanks& t) {
   }
   waitReady(t);
   for (auto& r : t.ranks) {
+    if (r->sendHandle != nullptr) BENCH_NCCL(ncclCommDeregister(r->comm, r->sendHandle), r.get());
+    if (r->recvHandle != nullptr) BENCH_NCCL(ncclCommDeregister(r->comm, r->recvHandle), r.get());
     BENCH_NCCL(ncclCommDestroy(r->comm), r.get());
     r->mem.release(r->send);
     r->mem.release(r->recv);

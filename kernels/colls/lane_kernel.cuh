@@ -5,7 +5,10 @@
 //
 // Per piece, thread 0 waits for the connectors (bounded by Waiter), the block
 // synchronizes, every thread combines its share of the piece, the block
-// synchronizes again, and thread 0 publishes and frees slots. With the LL
+// synchronizes again, and thread 0 publishes and frees slots. A zero-copy
+// send step posts a descriptor instead and waits for it to be freed; a plain
+// receive that finds one copies the whole step from the sender's buffer
+// (kernels/common/direct_slot.h). With the LL
 // protocol the receive side is polled by all threads on their own lines and
 // the piece is staged in shared memory, which is what makes it cheap for the
 // small messages it is used for.
@@ -56,8 +59,7 @@ __device__ __forceinline__ void reduceAs(const Fn& fn, T* dst, const T* a, bool 
 // frees it) before ⊕ src, so an in-place step (target == src) never
 // overwrites its input before reading it.
 template <typename T, ReduceKind K, bool Cg, typename Fn>
-__device__ void combinePiece(const Fn& fn, const DevStep& s, T* target, T* r0, const T* r1, const T* src,
-                             size_t n) {
+__device__ void combinePiece(const Fn& fn, const DevStep& s, T* target, T* r0, const T* r1, const T* src, size_t n) {
   const bool pre = s.preSrc != 0, post = s.post != 0;
   if (s.nRecv == 0) {
     reduceAs<T, K, false, false, false>(fn, target, src, pre, static_cast<const T*>(nullptr), false, n, post);
@@ -83,6 +85,7 @@ __device__ __forceinline__ void copyPiece(T* dst, const T* src, size_t n) {
 
 struct LaneShared {
   int failed;
+  const void* directFrom;                               // a zero-copy piece: the sender's buffer (set by thread 0)
   alignas(16) uint32_t stage[3][kLLMaxPieceBytes / 4];  // LL: two received pieces and the result
 };
 
@@ -104,14 +107,77 @@ __device__ inline bool waitConnectors(const LaneParams& P, const DevStep& s, uin
   return true;
 }
 
-// One Simple piece. False when the launch must stop.
-template <typename T, ReduceKind K, typename Fn>
-__device__ bool simplePiece(const LaneParams& P, const Fn& fn, const DevStep& s, size_t done, size_t n, LaneShared& sh,
-                            Waiter& w) {
-  const uint32_t bytes = static_cast<uint32_t>(n * sizeof(T));
-  if (threadIdx.x == 0 && !waitConnectors(P, s, bytes, true, w)) sh.failed = 1;
+__device__ __forceinline__ bool plainReceive(const DevStep& s) {
+  return s.nRecv == 1 && s.nSend == 0 && s.src == nullptr && s.dst != nullptr && s.post == 0;
+}
+
+// Thread 0, at the start of a plain receive step: waits for the first slot,
+// which is either the first piece (`bytes`) or a zero-copy descriptor of the
+// whole step (`stepBytes`; kernels/common/direct_slot.h), noted in sh.
+__device__ inline bool waitPlainReceive(const LaneParams& P, const DevStep& s, uint32_t bytes, uint64_t stepBytes,
+                                        LaneShared& sh, Waiter& w) {
+  const DevFifo& f = P.fifos[s.recv[0]];
+  uint32_t got = 0;
+  if (!waitPublished(f, w, &got)) return false;
+  if (got == kDirectSlotMarker) {
+    // Volatile: the slot may hold an earlier descriptor in this SM's L1.
+    const volatile DirectDescriptor* d = reinterpret_cast<const volatile DirectDescriptor*>(slotAt(f, *f.position));
+    const uint64_t address = d->address, sent = d->bytes;
+    if (sent != stepBytes) {
+      recordFailure(P.L.status, LaneStatus::SizeMismatch, blockIdx.x, f.peer, static_cast<uint32_t>(sent));
+      return false;
+    }
+    sh.directFrom = reinterpret_cast<const void*>(address);
+    return true;
+  }
+  if (got != bytes) {
+    recordFailure(P.L.status, LaneStatus::SizeMismatch, blockIdx.x, f.peer, got);
+    return false;
+  }
+  return true;
+}
+
+// A zero-copy send step (whole block; thread 0 works): posts the descriptor
+// and waits until the receiver freed it, so the caller's buffer is no longer
+// read once the step ends.
+__device__ inline bool directSend(const LaneParams& P, const DevStep& s, size_t elemBytes, LaneShared& sh, Waiter& w) {
+  if (threadIdx.x == 0) {
+    const DevFifo& f = P.fifos[s.send[0]];
+    bool ok = waitEmpty(f, w);
+    if (ok) {
+      const uint64_t pos = *f.position;
+      DirectDescriptor* d = reinterpret_cast<DirectDescriptor*>(slotAt(f, pos));
+      d->address = reinterpret_cast<uint64_t>(s.src);
+      d->bytes = s.count * elemBytes;
+      publishSimple(f, kDirectSlotMarker);
+      ok = waitFreed(f, pos, w);
+    }
+    if (!ok) sh.failed = 1;
+  }
   __syncthreads();
-  if (sh.failed) return false;
+  return sh.failed == 0;
+}
+
+// One Simple piece, or a whole zero-copy step at the start of a plain receive.
+// Returns the elements consumed; 0 when the launch must stop.
+template <typename T, ReduceKind K, typename Fn>
+__device__ size_t simplePiece(const LaneParams& P, const Fn& fn, const DevStep& s, size_t done, size_t n,
+                              LaneShared& sh, Waiter& w) {
+  const uint32_t bytes = static_cast<uint32_t>(n * sizeof(T));
+  if (threadIdx.x == 0) {
+    sh.directFrom = nullptr;
+    const bool ok = done == 0 && plainReceive(s) ? waitPlainReceive(P, s, bytes, s.count * sizeof(T), sh, w)
+                                                 : waitConnectors(P, s, bytes, true, w);
+    if (!ok) sh.failed = 1;
+  }
+  __syncthreads();
+  if (sh.failed) return 0;
+  if (sh.directFrom != nullptr) {
+    copyPiece(static_cast<T*>(s.dst), static_cast<const T*>(sh.directFrom), size_t(s.count));
+    __syncthreads();
+    if (threadIdx.x == 0) releaseSlot(P.fifos[s.recv[0]]);
+    return size_t(s.count);
+  }
   T* r0 = s.nRecv > 0 ? currentSlot<T>(P, s.recv[0]) : nullptr;
   const T* r1 = s.nRecv > 1 ? currentSlot<T>(P, s.recv[1]) : nullptr;
   const T* src = s.src ? static_cast<const T*>(s.src) + done : nullptr;
@@ -127,7 +193,7 @@ __device__ bool simplePiece(const LaneParams& P, const Fn& fn, const DevStep& s,
     for (int i = 0; i < s.nSend; ++i) publishSimple(P.fifos[s.send[i]], bytes);
     for (int i = 0; i < s.nRecv; ++i) releaseSlot(P.fifos[s.recv[i]]);
   }
-  return true;
+  return n;
 }
 
 // One LL piece (bytes <= kLLMaxPieceBytes). False when the launch must stop.
@@ -151,8 +217,8 @@ __device__ bool llPiece(const LaneParams& P, const Fn& fn, const DevStep& s, siz
   // Zero the padding of the last 4-byte word so lines carry defined bytes.
   if (s.nSend > 0 && threadIdx.x == 0 && bytes % 4 != 0) sh.stage[2][bytes / 4] = 0;
   __syncthreads();
-  combinePiece<T, K, false>(fn, s, out, reinterpret_cast<T*>(sh.stage[0]), reinterpret_cast<const T*>(sh.stage[1]),
-                            src, n);
+  combinePiece<T, K, false>(fn, s, out, reinterpret_cast<T*>(sh.stage[0]), reinterpret_cast<const T*>(sh.stage[1]), src,
+                            n);
   __syncthreads();
   if (s.nSend > 0) {
     if (dst) copyPiece(dst, out, n);
@@ -180,16 +246,22 @@ __global__ void __launch_bounds__(kLaneMaxThreads) laneKernel(const __grid_const
   Waiter w(P.L, &sh.failed);
   for (uint32_t k = 0; k < lane.nSteps; ++k) {
     const DevStep s = P.steps[lane.firstStep + k];
+    if (s.direct != 0) {
+      if (!directSend(P, s, sizeof(T), sh, w)) return;
+      w.progressed();
+      __syncthreads();  // thread 0 advanced the position
+      continue;
+    }
     const bool moves = s.nRecv + s.nSend > 0;
     const size_t perPiece = size_t(lane.pieceBytes) / sizeof(T);
     const size_t pieceElems = moves ? (perPiece > 0 ? perPiece : 1) : size_t(s.count);
     for (size_t done = 0; done < s.count;) {
       const size_t left = size_t(s.count) - done;
       const size_t n = pieceElems < left ? pieceElems : left;
-      const bool ok = lane.protocol == Protocol::LL ? llPiece<T, K>(P, fn, s, done, n, sh, w)
-                                                    : simplePiece<T, K>(P, fn, s, done, n, sh, w);
-      if (!ok) return;
-      done += n;
+      const size_t moved = lane.protocol == Protocol::LL ? (llPiece<T, K>(P, fn, s, done, n, sh, w) ? n : 0)
+                                                         : simplePiece<T, K>(P, fn, s, done, n, sh, w);
+      if (moved == 0) return;
+      done += moved;
       w.progressed();
       __syncthreads();  // thread 0 advanced positions; everyone reads them next piece
     }

@@ -18,6 +18,17 @@ bool stepValid(const DevStep& s, int nFifos) {
     if (!fifoIndexValid(s.send[i], nFifos)) return false;
   // Without a local output the result goes to the first send slot.
   if (s.dst == nullptr && s.nSend == 0 && s.count > 0) return false;
+  // A zero-copy step is a plain send: one connector, a source, nothing else.
+  if (s.direct != 0 &&
+      (s.nSend != 1 || s.nRecv != 0 || s.src == nullptr || s.dst != nullptr || s.preSrc != 0 || s.post != 0))
+    return false;
+  return true;
+}
+
+bool directOnlyInSimple(const DevLane& lane, const DevStep* steps) {
+  if (lane.protocol == Protocol::Simple) return true;
+  for (uint32_t k = 0; k < lane.nSteps; ++k)
+    if (steps[lane.firstStep + k].direct != 0) return false;
   return true;
 }
 
@@ -41,7 +52,8 @@ cudaError_t packLaneParams(const LaneLaunch& args, size_t elemBytes, LaneParams*
   for (int i = 0; i < args.nSteps; ++i)
     if (!stepValid(args.steps[i], args.nFifos)) return cudaErrorInvalidValue;
   for (int i = 0; i < args.nLanes; ++i)
-    if (!laneValid(args.lanes[i], args.nSteps, elemBytes)) return cudaErrorInvalidValue;
+    if (!laneValid(args.lanes[i], args.nSteps, elemBytes) || !directOnlyInSimple(args.lanes[i], args.steps))
+      return cudaErrorInvalidValue;
   for (int i = 0; i < args.nFifos; ++i) {
     const DevFifo& f = args.fifos[i];
     if (f.tail == nullptr || f.head == nullptr || f.sizes == nullptr || f.slots == nullptr || f.position == nullptr ||

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 
+#include "kernels/common/direct_slot.h"
 #include "kernels/lane_plan.h"
 #include "kernels/primitives/wait.cuh"
 
@@ -33,14 +34,22 @@ __device__ __forceinline__ char* slotAt(const DevFifo& f, uint64_t pos) {
   return f.slots + (pos % f.nslots) * static_cast<size_t>(f.slotBytes);
 }
 
-// Receiver (one thread): waits until the piece at the end's position is
-// published, then checks its size. False on abort/timeout/size mismatch.
-__device__ inline bool waitFilled(const DevFifo& f, uint32_t bytes, Waiter& w, const LaneLaunch& L) {
+// Receiver (one thread): waits until the slot at the end's position is
+// published and returns its size in *got. False on abort/timeout.
+__device__ inline bool waitPublished(const DevFifo& f, Waiter& w, uint32_t* got) {
   const uint64_t pos = *f.position;
   while (loadAcquireSys(f.tail) <= pos)
     if (!w.keepWaiting(f.peer)) return false;
-  const uint32_t got =
+  *got =
       cuda::atomic_ref<uint32_t, cuda::thread_scope_system>(f.sizes[pos % f.nslots]).load(cuda::memory_order_relaxed);
+  return true;
+}
+
+// Receiver (one thread): waits until the piece at the end's position is
+// published, then checks its size. False on abort/timeout/size mismatch.
+__device__ inline bool waitFilled(const DevFifo& f, uint32_t bytes, Waiter& w, const LaneLaunch& L) {
+  uint32_t got = 0;
+  if (!waitPublished(f, w, &got)) return false;
   if (got != bytes) {
     recordFailure(L.status, LaneStatus::SizeMismatch, blockIdx.x, f.peer, got);
     return false;
@@ -63,6 +72,14 @@ __device__ inline void publishSimple(const DevFifo& f, uint32_t bytes) {
   __threadfence_system();
   storeReleaseSys(f.tail, pos + 1);
   *f.position = pos + 1;
+}
+
+// Sender of a zero-copy step (one thread): waits until the receiver freed the
+// slot at `pos`, i.e. finished reading the sender's buffer.
+__device__ inline bool waitFreed(const DevFifo& f, uint64_t pos, Waiter& w) {
+  while (loadAcquireSys(f.head) <= pos)
+    if (!w.keepWaiting(f.peer)) return false;
+  return true;
 }
 
 // Receiver (one thread, after the block consumed the slot and synchronized).

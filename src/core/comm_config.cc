@@ -36,6 +36,7 @@ ncclResult_t resolveCommConfig(const ncclConfig_t* user, const CommConfig* inher
     c.timeoutMs = std::max<int64_t>(params::timeoutMs(), 100);
     c.initTimeoutMs = std::max<int64_t>(params::initTimeoutMs(), 100);
     c.spinCount = std::max<int64_t>(params::spinCount(), 0);
+    c.localRegister = params::localRegister() != 0;
     c.algo = params::algo();
     c.proto = params::proto();
     c.minChannels = static_cast<int>(std::clamp<int64_t>(params::minChannels(), 1, 32));

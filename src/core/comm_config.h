@@ -22,8 +22,9 @@ struct CommConfig {
   int64_t timeoutMs = 20000;
   int64_t initTimeoutMs = 60000;
   int64_t spinCount = 500;
-  std::string algo;   // NCCL_ALGO
-  std::string proto;  // NCCL_PROTO
+  bool localRegister = true;  // registered buffers may be sent zero-copy (NCCL_LOCAL_REGISTER)
+  std::string algo;           // NCCL_ALGO
+  std::string proto;          // NCCL_PROTO
 };
 
 // Validates `user` (may be NULL) and fills `out` from it and the environment.

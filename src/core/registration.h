@@ -1,13 +1,17 @@
 // Buffers registered with ncclCommRegister / ncclCommWindowRegister.
 // Both executors read and write user buffers in place and move data between
-// ranks through the connector FIFOs (one copy into a slot per hop, none into
-// an intermediate user-side staging buffer), whether or not a buffer is
-// registered. Registration is validated (GPU mode: device memory only) and
-// tracked so handles can be checked and released; a zero-copy path that
-// reads a peer's registered buffer directly is not built yet.
+// ranks through the connector FIFOs: one copy into a slot per hop, none into
+// an intermediate user-side staging buffer. A registered buffer also lets a
+// point-to-point send go zero-copy where the receiver can read the sender's
+// memory by address (same process; in GPU mode the same GPU or one with peer
+// access): the receiver copies straight from it (kDirectSlotMarker in
+// transport/fifo.h). Registration is validated (GPU mode: device memory
+// only); every change bumps an epoch so cached plans follow it.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -34,11 +38,16 @@ class RegistrationTable {
   ncclResult_t remove(void* handle);
   ncclResult_t addWindow(ncclComm* comm, void* buff, size_t size, int flags, ncclWindow_t* win);
   ncclResult_t removeWindow(ncclWindow_t win);
+  // Whether [p, p + bytes) lies inside one registered buffer or window.
+  bool covers(const void* p, size_t bytes);
+  // Changes with every registration and deregistration.
+  uint64_t epoch() const { return epoch_.load(std::memory_order_acquire); }
 
  private:
   std::mutex mutex_;
   std::vector<std::unique_ptr<Registration>> regs_;
   std::vector<std::unique_ptr<ncclWindow_vidmem>> windows_;
+  std::atomic<uint64_t> epoch_{0};
 };
 
 }  // namespace chorus

@@ -10,8 +10,8 @@
 #include "core/comm.h"
 #include "core/result.h"
 #include "enqueue/gpu_submit.h"
-#include "host/executor.h"
 #include "graph/comm_graph.h"
+#include "host/executor.h"
 #include "host/plan_builder.h"
 
 namespace chorus {
@@ -43,8 +43,7 @@ ncclResult_t runInits(std::vector<std::function<ncclResult_t()>>& inits) {
     });
   for (auto& t : threads) t.join();
   for (size_t i = 0; i < inits.size(); ++i)
-    if (results[i] != ncclSuccess && results[i] != ncclInProgress)
-      return fail(results[i], "%s", messages[i].c_str());
+    if (results[i] != ncclSuccess && results[i] != ncclInProgress) return fail(results[i], "%s", messages[i].c_str());
   return ncclSuccess;
 }
 
@@ -53,8 +52,10 @@ std::vector<std::vector<Task>> splitByComm(std::span<const Task> tasks) {
   std::vector<std::vector<Task>> groups;
   for (const Task& t : tasks) {
     auto it = std::find_if(groups.begin(), groups.end(), [&](auto& g) { return g[0].comm == t.comm; });
-    if (it == groups.end()) groups.push_back({t});
-    else it->push_back(t);
+    if (it == groups.end())
+      groups.push_back({t});
+    else
+      it->push_back(t);
   }
   return groups;
 }
@@ -82,7 +83,7 @@ class CommGuard {
 ncclResult_t planFor(std::span<const Task> tasks, HostPlan** out) {
   ncclComm* comm = tasks[0].comm;
   CHORUS_CHECK(commCheckUsable(comm, collName(tasks[0].type)));
-  if (HostPlan* cached = comm->planCache.find(tasks)) {
+  if (HostPlan* cached = comm->planCache.find(tasks, comm->registrations.epoch())) {
     *out = cached;
     return ncclSuccess;
   }
@@ -126,7 +127,7 @@ ncclResult_t executeOnManyComms(std::span<const Task> tasks) {
   for (auto& g : groups) {
     ncclComm* comm = g[0].comm;
     CHORUS_CHECK(commCheckUsable(comm, collName(g[0].type)));
-    HostPlan* plan = comm->planCache.find(g);
+    HostPlan* plan = comm->planCache.find(g, comm->registrations.epoch());
     if (plan == nullptr) {
       auto fresh = std::make_unique<HostPlan>();
       fresh->comm = comm;
@@ -215,8 +216,10 @@ ncclResult_t groupSimulateEnd(float* estimatedUs) {
     TuneDecision d;
     if (tuneTask(t, t.comm->id.nranks, t.comm->config, t.comm->graph.get(), &d) != ncclSuccess) continue;
     auto it = std::find_if(perComm.begin(), perComm.end(), [&](auto& e) { return e.first == t.comm; });
-    if (it == perComm.end()) perComm.emplace_back(t.comm, d.estimatedUs);
-    else it->second += d.estimatedUs;
+    if (it == perComm.end())
+      perComm.emplace_back(t.comm, d.estimatedUs);
+    else
+      it->second += d.estimatedUs;
   }
   for (auto& e : perComm) total = std::max(total, e.second);
   g.clear();

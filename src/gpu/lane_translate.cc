@@ -58,6 +58,7 @@ class LaunchBuilder {
         d.send[d.nSend++] = static_cast<int16_t>(idx);
         minSlot = std::min(minSlot, h.send[i]->end().slotBytes);
       }
+      d.direct = h.direct && h.nSend == 1 && h.nRecv == 0 && h.send[0]->end().peerReadsOurBuffers ? 1 : 0;
       d.preSrc = h.preSrc;
       d.post = h.post;
       d.src = h.src;
@@ -173,8 +174,8 @@ ncclResult_t tryLaunch(const HostPlan& plan, const PositionFor& positionFor, con
   out->launch.scalarOnHost = spec.scalarOnHost;
   LaunchBuilder builder(positionFor, &out->laneOfConnector);
   for (size_t l = 0; l < plan.lanes.size(); ++l)
-    CHORUS_CHECK(builder.addLane(plan.lanes[l], static_cast<int>(l), &out->cursor[l], allowed, units[u].p2p,
-                                 &out->launch));
+    CHORUS_CHECK(
+        builder.addLane(plan.lanes[l], static_cast<int>(l), &out->cursor[l], allowed, units[u].p2p, &out->launch));
   h.nLanes = static_cast<int>(out->launch.lanes.size());
   h.nSteps = static_cast<int>(out->launch.steps.size());
   h.nFifos = static_cast<int>(out->launch.fifos.size());
@@ -209,8 +210,8 @@ ncclResult_t translatePlan(const HostPlan& plan, const PositionFor& positionFor,
                   "GPU plan: %s of %zu task(s) needs %zu lanes, %zu connector ends and %zu steps in one kernel "
                   "launch; a launch holds %zu, %d and %d (split the group, or use fewer channels)",
                   units[u].p2p ? "a group of point-to-point operations" : collName(plan.tasks[units[u].tasks[0]].type),
-                  units[u].tasks.size(), best.launch.lanes.size(), best.launch.fifos.size(),
-                  best.launch.steps.size(), kMaxLanesPerLaunch, dev::kLaunchMaxFifos, dev::kLaunchMaxSteps);
+                  units[u].tasks.size(), best.launch.lanes.size(), best.launch.fifos.size(), best.launch.steps.size(),
+                  kMaxLanesPerLaunch, dev::kLaunchMaxFifos, dev::kLaunchMaxSteps);
     for (size_t w = u + 1; w < units.size() && sameLaunchSpec(plan, units[u], units[w]); ++w) {
       Attempt bigger;
       CHORUS_CHECK(tryLaunch(plan, positionFor, units, u, w, done, &bigger));

@@ -27,9 +27,13 @@ struct HostStep {
   SendConnector* send[2] = {nullptr, nullptr};
   uint8_t nRecv = 0;
   uint8_t nSend = 0;
-  bool preSrc = false;  // apply PreMulSum's scalar to src
-  bool post = false;    // apply SumPostDiv's division to the result
+  bool preSrc = false;     // apply PreMulSum's scalar to src
+  bool post = false;       // apply SumPostDiv's division to the result
   bool streamDst = false;  // dst is much larger than the caches: write it with non-temporal stores
+  // A pure send of a registered buffer: zero-copy (kDirectSlotMarker in
+  // transport/fifo.h) when its connector's receiver can read our buffers
+  // (FifoEnd::peerReadsOurBuffers), else through the FIFO as usual.
+  bool direct = false;
   const char* src = nullptr;
   char* dst = nullptr;
   size_t count = 0;  // elements
@@ -38,10 +42,11 @@ struct HostStep {
 
 struct Lane {
   std::vector<HostStep> steps;
-  size_t pieceBytes = 0;  // slot size of this lane's connectors
+  size_t pieceBytes = 0;        // slot size of this lane's connectors
   Proto proto = Proto::Simple;  // of every connector the lane uses
-  size_t cur = 0;         // current step
-  size_t done = 0;        // elements of the current step already processed
+  size_t cur = 0;               // current step
+  size_t done = 0;              // elements of the current step already processed
+  bool awaitingReader = false;  // a direct send step is posted; it ends when the receiver freed the slot
   bool finished() const { return cur >= steps.size(); }
 };
 
@@ -53,6 +58,10 @@ struct HostPlan {
   // GPU mode: the plan translated into kernel launches (src/gpu/cuda/), made
   // on first use and reused with the plan.
   std::shared_ptr<const void> deviceForm;
+  // RegistrationTable::epoch() when the plan was built: which sends are
+  // direct depends on what was registered, so a plan of another epoch is
+  // rebuilt rather than reused.
+  uint64_t registrationEpoch = 0;
 };
 
 }  // namespace chorus

@@ -15,6 +15,9 @@ uint32_t PlanBuilder::slotBytes(Proto p) const {
   return p == Proto::LL ? comm_->config.llSlotBytes : comm_->config.slotBytes;
 }
 uint32_t PlanBuilder::nslots() const { return comm_->config.nslots; }
+bool PlanBuilder::zeroCopySource(const void* p, size_t bytes) const {
+  return comm_->config.localRegister && bytes > 0 && comm_->registrations.covers(p, bytes);
+}
 const graph::CommGraph* PlanBuilder::graph() const {
   const graph::CommGraph* g = comm_->graph.get();
   return g != nullptr && g->nranks == nranks() && g->nchannels() > 0 ? g : nullptr;
@@ -80,8 +83,8 @@ ncclResult_t PlanBuilder::pairSelfCopies() {
     const Task& s = *selfSends_[i];
     const Task& r = *selfRecvs_[i];
     if (s.count * typeSize(s.dtype) != r.count * typeSize(r.dtype))
-      return fail(ncclInvalidUsage, "rank %d: send to itself of %zu bytes does not match receive of %zu bytes",
-                  rank(), s.count * typeSize(s.dtype), r.count * typeSize(r.dtype));
+      return fail(ncclInvalidUsage, "rank %d: send to itself of %zu bytes does not match receive of %zu bytes", rank(),
+                  s.count * typeSize(s.dtype), r.count * typeSize(r.dtype));
     if (s.count == 0) continue;
     // Copy as bytes (the two sides may name different but same-sized types).
     Task& owner = const_cast<Task&>(r);
@@ -111,6 +114,7 @@ void PlanBuilder::markStreamingOutputs() {
 
 ncclResult_t PlanBuilder::build() {
   plan_->estimatedUs = 0;
+  plan_->registrationEpoch = comm_->registrations.epoch();  // before any covers(): a later change only rebuilds
   for (const Task& task : plan_->tasks) {
     TuneDecision d;
     CHORUS_CHECK(tuneTask(task, nranks(), comm_->config, graph(), &d));
@@ -125,8 +129,7 @@ ncclResult_t PlanBuilder::build() {
 ncclResult_t expandLocal(PlanBuilder& b, const Task& t) {
   const char* src = static_cast<const char*>(t.sendbuff);
   char* dst = static_cast<char*>(t.recvbuff);
-  const bool reduces = t.type == CollType::AllReduce || t.type == CollType::Reduce ||
-                       t.type == CollType::ReduceScatter;
+  const bool reduces = t.type == CollType::AllReduce || t.type == CollType::Reduce || t.type == CollType::ReduceScatter;
   if (t.count == 0 || (src == dst && !reduces)) return ncclSuccess;
   b.lane(ConnClass::Ring, Proto::Simple, 0).steps.push_back(localStep(t, src, dst, t.count, reduces, reduces));
   return ncclSuccess;

@@ -35,6 +35,9 @@ class PlanBuilder {
   ncclResult_t sendTo(ConnClass cls, Proto proto, int channel, int peer, SendConnector** out);
   uint32_t slotBytes(Proto p) const;
   uint32_t nslots() const;
+  // Whether a send of [p, p + bytes) may go zero-copy: the range is
+  // registered with the communicator and NCCL_LOCAL_REGISTER allows it.
+  bool zeroCopySource(const void* p, size_t bytes) const;
   int rank() const;
   int nranks() const;
   const graph::CommGraph* graph() const;  // null when the communicator has none (rank-order rings)

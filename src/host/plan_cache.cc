@@ -8,10 +8,10 @@ bool sameTask(const Task& a, const Task& b) {
          a.spec.kind == b.spec.kind && a.spec.scalar == b.spec.scalar && a.spec.divisor == b.spec.divisor;
 }
 
-HostPlan* PlanCache::find(std::span<const Task> tasks) {
+HostPlan* PlanCache::find(std::span<const Task> tasks, uint64_t registrationEpoch) {
   for (auto it = plans_.begin(); it != plans_.end(); ++it) {
     const std::vector<Task>& cached = (*it)->tasks;
-    if (cached.size() != tasks.size()) continue;
+    if (cached.size() != tasks.size() || (*it)->registrationEpoch != registrationEpoch) continue;
     bool same = true;
     for (size_t i = 0; i < tasks.size() && same; ++i) same = sameTask(cached[i], tasks[i]);
     if (!same) continue;
@@ -20,6 +20,7 @@ HostPlan* PlanCache::find(std::span<const Task> tasks) {
     for (Lane& lane : plan->lanes) {
       lane.cur = 0;
       lane.done = 0;
+      lane.awaitingReader = false;
     }
     return plan;
   }

@@ -16,8 +16,9 @@ namespace chorus {
 
 class PlanCache {
  public:
-  // A ready-to-run plan for exactly these tasks, or nullptr.
-  HostPlan* find(std::span<const Task> tasks);
+  // A ready-to-run plan for exactly these tasks, built while the
+  // communicator's registrations were at `registrationEpoch`, or nullptr.
+  HostPlan* find(std::span<const Task> tasks, uint64_t registrationEpoch);
   // Takes ownership; evicts the least recently used plan beyond capacity.
   HostPlan* insert(std::unique_ptr<HostPlan> plan);
 

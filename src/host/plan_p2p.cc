@@ -1,7 +1,9 @@
 // Point-to-point work: Send/Recv, and AlltoAll/Gather/Scatter expressed as
 // sets of sends and receives (each rank exchanges directly with each peer).
 // Every (peer, direction) gets its own lane, so a rank's sends and receives
-// progress independently whatever order the ranks issued them in.
+// progress independently whatever order the ranks issued them in. Sends from
+// registered buffers are marked direct: zero-copy where the connector allows
+// it (kDirectSlotMarker in transport/fifo.h).
 #include "core/result.h"
 #include "host/plan_builder.h"
 
@@ -14,6 +16,7 @@ ncclResult_t addSend(PlanBuilder& b, const Task& t, int peer, const char* src, s
   s.spec = &t.spec;
   s.count = count;
   s.src = src;
+  s.direct = b.zeroCopySource(src, count * typeSize(t.dtype));
   CHORUS_CHECK(b.sendTo(ConnClass::P2P, Proto::Simple, 0, peer, &s.send[s.nSend++]));
   b.lane(ConnClass::P2P, Proto::Simple, 0, peer, true).steps.push_back(s);
   return ncclSuccess;
@@ -32,7 +35,8 @@ ncclResult_t addRecv(PlanBuilder& b, const Task& t, int peer, char* dst, size_t 
 
 void addLocalCopy(PlanBuilder& b, const Task& t, const char* src, char* dst, size_t count) {
   if (count == 0 || src == dst) return;
-  b.lane(ConnClass::P2P, Proto::Simple, 0, b.rank(), false).steps.push_back(localStep(t, src, dst, count, false, false));
+  b.lane(ConnClass::P2P, Proto::Simple, 0, b.rank(), false)
+      .steps.push_back(localStep(t, src, dst, count, false, false));
 }
 
 }  // namespace
@@ -46,12 +50,16 @@ ncclResult_t expandP2P(PlanBuilder& b, const Task& t, std::vector<const Task*>* 
   const size_t blk = t.count * esz;
   switch (t.type) {
     case CollType::Send:
-      if (t.root == r) selfSends->push_back(&t);
-      else CHORUS_CHECK(addSend(b, t, t.root, src, t.count));
+      if (t.root == r)
+        selfSends->push_back(&t);
+      else
+        CHORUS_CHECK(addSend(b, t, t.root, src, t.count));
       return ncclSuccess;
     case CollType::Recv:
-      if (t.root == r) selfRecvs->push_back(&t);
-      else CHORUS_CHECK(addRecv(b, t, t.root, dst, t.count));
+      if (t.root == r)
+        selfRecvs->push_back(&t);
+      else
+        CHORUS_CHECK(addRecv(b, t, t.root, dst, t.count));
       return ncclSuccess;
     case CollType::AlltoAll:
       for (int p = 0; p < n; ++p) {
@@ -73,7 +81,8 @@ ncclResult_t expandP2P(PlanBuilder& b, const Task& t, std::vector<const Task*>* 
         if (p != r) CHORUS_CHECK(addSend(b, t, p, src + p * blk, t.count));
       addLocalCopy(b, t, src + r * blk, dst, t.count);
       return ncclSuccess;
-    default: return fail(ncclInternalError, "p2p expansion requested for %s", collName(t.type));
+    default:
+      return fail(ncclInternalError, "p2p expansion requested for %s", collName(t.type));
   }
 }
 

@@ -1,6 +1,7 @@
 // One piece of one step: the data path of host mode.
 #include <algorithm>
 #include <cstring>
+#include <string>
 
 #include "core/result.h"
 #include "host/executor.h"
@@ -9,9 +10,15 @@
 namespace chorus {
 namespace {
 
-bool connectorsReady(HostStep& s, uint32_t bytes, ncclResult_t* err) {
+// False until every connector of the step is ready. A single receive whose
+// slot holds a zero-copy descriptor sets *direct instead (receiveDirect).
+bool connectorsReady(HostStep& s, uint32_t bytes, bool* direct, ncclResult_t* err) {
   for (int i = 0; i < s.nRecv; ++i) {
     if (!s.recv[i]->ready()) return false;
+    if (s.nRecv == 1 && s.recv[i]->size() == kDirectSlotMarker) {
+      *direct = true;
+      return false;
+    }
     if (s.recv[i]->size() != bytes) {
       *err = fail(ncclInvalidUsage,
                   "rank %d sent a piece of %u bytes where %u were expected: mismatched counts, datatypes or call "
@@ -44,6 +51,52 @@ void combine(const HostStep& s, char* target, const char* src, size_t n) {
   }
 }
 
+// A direct send step (transport/fifo.h): posts the descriptor of the whole
+// step once, then finishes when the receiver has freed it, i.e. has copied
+// the data out of our buffer.
+bool progressDirectSend(Lane& lane, HostStep& s) {
+  SendConnector* out = s.send[0];
+  if (!lane.awaitingReader) {
+    if (!out->ready()) return false;
+    const DirectDescriptor d{reinterpret_cast<uintptr_t>(s.src), s.count * typeSize(s.spec->type)};
+    std::memcpy(out->slot(), &d, sizeof(d));
+    out->post(kDirectSlotMarker);
+    lane.awaitingReader = true;
+    return true;
+  }
+  if (!out->drained()) return false;
+  lane.awaitingReader = false;
+  lane.done = s.count;
+  return true;
+}
+
+// The receiving side of a direct send: the whole step in one copy from the
+// sender's buffer. Only a plain receive into an output, at the start of its
+// step, can match one; anything else is a mismatch between the ranks' calls.
+bool receiveDirect(Lane& lane, HostStep& s, ncclResult_t* err) {
+  RecvConnector* in = s.recv[0];
+  DirectDescriptor d;
+  std::memcpy(&d, in->slot(), sizeof(d));
+  const size_t expected = (s.count - lane.done) * typeSize(s.spec->type);
+  const bool plainReceive = s.nSend == 0 && s.src == nullptr && s.dst != nullptr && !s.post && lane.done == 0;
+  if (!plainReceive || d.bytes != expected) {
+    const std::string want =
+        plainReceive ? std::to_string(expected) + " were expected" : "this rank's step also sends or reduces";
+    *err = fail(ncclInvalidUsage,
+                "rank %d sent %llu bytes zero-copy where %s: mismatched counts, datatypes or call order between ranks",
+                in->end().peer, static_cast<unsigned long long>(d.bytes), want.c_str());
+    return false;
+  }
+  const char* from = reinterpret_cast<const char*>(static_cast<uintptr_t>(d.address));
+  if (s.streamDst)
+    host::streamCopy(s.dst, from, expected);
+  else
+    std::memcpy(s.dst, from, expected);
+  in->release();
+  lane.done = s.count;
+  return true;
+}
+
 }  // namespace
 
 bool progressLane(Lane& lane, ncclResult_t* err) {
@@ -53,11 +106,13 @@ bool progressLane(Lane& lane, ncclResult_t* err) {
   }
   if (lane.finished()) return false;
   HostStep& s = lane.steps[lane.cur];
+  if (s.direct && s.send[0]->end().peerReadsOurBuffers) return progressDirectSend(lane, s);
   const size_t esz = typeSize(s.spec->type);
   const size_t pieceElems = (s.nRecv + s.nSend) ? std::max<size_t>(1, lane.pieceBytes / esz) : s.count;
   const size_t n = std::min(pieceElems, s.count - lane.done);
   const uint32_t bytes = static_cast<uint32_t>(n * esz);
-  if (!connectorsReady(s, bytes, err)) return false;
+  bool direct = false;
+  if (!connectorsReady(s, bytes, &direct, err)) return direct && receiveDirect(lane, s, err);
 
   const size_t off = lane.done * esz;
   const char* src = s.src ? s.src + off : nullptr;
@@ -70,8 +125,10 @@ bool progressLane(Lane& lane, ncclResult_t* err) {
   } else {
     combine(s, target, src, n);
     if (dst != nullptr && dst != target) {
-      if (s.streamDst) host::streamCopy(dst, target, bytes);
-      else std::memcpy(dst, target, bytes);
+      if (s.streamDst)
+        host::streamCopy(dst, target, bytes);
+      else
+        std::memcpy(dst, target, bytes);
     }
   }
   for (int i = 1; i < s.nSend; ++i) std::memcpy(s.send[i]->slot(), target, bytes);

@@ -18,6 +18,8 @@
 #include <cstdio>
 #include <memory>
 
+#include "kernels/common/direct_slot.h"
+
 namespace chorus {
 
 inline constexpr uint32_t kMaxFifoSlots = 64;
@@ -38,6 +40,9 @@ inline constexpr size_t fifoControlBytes() { return (sizeof(FifoControl) + 4095)
 inline size_t fifoTotalBytes(uint32_t slotBytes, uint32_t nslots) {
   return fifoControlBytes() + static_cast<size_t>(slotBytes) * nslots;
 }
+
+// Slots may also carry zero-copy descriptors: kernels/common/direct_slot.h.
+static_assert(sizeof(DirectDescriptor) <= 4096, "a direct descriptor must fit the smallest slot");
 
 // Writes a fresh control block at the start of `mem` (fifoTotalBytes large).
 void fifoInit(void* mem, uint32_t slotBytes, uint32_t nslots, int receiverPid);
@@ -78,9 +83,13 @@ struct FifoEnd {
   char* slots = nullptr;
   uint32_t slotBytes = 0;
   uint32_t nslots = 0;
-  int peer = -1;       // communicator rank on the other side
-  int peerPid = 0;     // for liveness checks; 0 when the peer is this process
-  std::shared_ptr<void> memory;  // keeps the FIFO memory mapped while we use it
+  int peer = -1;    // communicator rank on the other side
+  int peerPid = 0;  // for liveness checks; 0 when the peer is this process
+  // Send ends: the receiver can dereference this rank's buffer addresses
+  // (same process; in GPU mode also a GPU that reaches ours), so registered
+  // buffers may be sent zero-copy (kDirectSlotMarker).
+  bool peerReadsOurBuffers = false;
+  std::shared_ptr<void> memory;        // keeps the FIFO memory mapped while we use it
   std::shared_ptr<LinkHealth> health;  // set when a proxy moves the data (net); else null
   Doorbell* doorbell = nullptr;        // rung after post()/release() when a proxy moves the data
   char* slot(uint64_t index) const { return slots + (index % nslots) * static_cast<size_t>(slotBytes); }
@@ -99,6 +108,12 @@ class SendConnector {
     end_.ctl->sizes[tail_ % end_.nslots] = bytes;
     end_.ctl->tail.store(++tail_, std::memory_order_release);
     if (end_.doorbell != nullptr) end_.doorbell->ring();
+  }
+  // Every posted slot has been freed by the receiver.
+  bool drained() {
+    if (headCache_ == tail_) return true;
+    headCache_ = end_.ctl->head.load(std::memory_order_acquire);
+    return headCache_ == tail_;
   }
   const FifoEnd& end() const { return end_; }
 

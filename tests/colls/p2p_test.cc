@@ -1,8 +1,11 @@
 // Point-to-point patterns inside groups: all-pairs exchange, send/recv to
 // oneself, fan-out from one rank, several messages to the same peer (matched
-// in call order), zero-byte messages, and uneven sizes per peer.
+// in call order), zero-byte messages, and uneven sizes per peer; and the same
+// with registered send buffers (zero-copy between threads, the FIFOs between
+// processes), mixed with unregistered ones and after deregistration.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -21,12 +24,12 @@ struct Transfer {
   int peer;
   int msg;
   size_t count;
+  bool registered = false;  // the send buffer is registered with the communicator for the exchange
 };
 
 // Posts every send and recv of this rank in one group, then checks every
 // received message and every guard.
-void exchange(RankCtx& ctx, ncclDataType_t t, const std::vector<Transfer>& sends,
-              const std::vector<Transfer>& recvs) {
+void exchange(RankCtx& ctx, ncclDataType_t t, const std::vector<Transfer>& sends, const std::vector<Transfer>& recvs) {
   const size_t es = typeInfo(t).size;
   std::vector<std::unique_ptr<GuardedBuffer>> sb, rb;
   for (const Transfer& s : sends) {
@@ -37,18 +40,26 @@ void exchange(RankCtx& ctx, ncclDataType_t t, const std::vector<Transfer>& sends
     rb.push_back(std::make_unique<GuardedBuffer>(r.count * es));
     rb.back()->poison();
   }
+  std::vector<void*> handles;
+  for (size_t k = 0; k < sends.size(); ++k) {
+    if (!sends[k].registered || sends[k].count == 0) continue;
+    handles.push_back(nullptr);
+    if (!RANK_OK(ctx, ncclCommRegister(ctx.comm, sb[k]->data(), sends[k].count * es, &handles.back()))) return;
+  }
   if (!RANK_OK(ctx, ncclGroupStart())) return;
   for (size_t k = 0; k < sends.size(); ++k)
     RANK_OK(ctx, ncclSend(sb[k]->data(), sends[k].count, t, sends[k].peer, ctx.comm, nullptr));
   for (size_t k = 0; k < recvs.size(); ++k)
     RANK_OK(ctx, ncclRecv(rb[k]->data(), recvs[k].count, t, recvs[k].peer, ctx.comm, nullptr));
   if (!RANK_OK(ctx, ncclGroupEnd())) return;
+  for (void* h : handles) RANK_OK(ctx, ncclCommDeregister(ctx.comm, h));
   for (size_t k = 0; k < recvs.size(); ++k) {
     const Transfer& r = recvs[k];
     size_t bad = 0;
     for (size_t i = 0; i < r.count; ++i)
       bad += loadElem(rb[k]->data(), i, es) != message(t, r.peer, ctx.rank, r.msg, i);
-    if (bad) ctx.fail("rank %d: message %d from rank %d: %zu of %zu elements wrong", ctx.rank, r.msg, r.peer, bad, r.count);
+    if (bad)
+      ctx.fail("rank %d: message %d from rank %d: %zu of %zu elements wrong", ctx.rank, r.msg, r.peer, bad, r.count);
     std::string damage = rb[k]->guardDamage();
     if (!damage.empty()) ctx.fail("rank %d: recv from %d: %s", ctx.rank, r.peer, damage.c_str());
   }
@@ -63,19 +74,37 @@ void exchange(RankCtx& ctx, ncclDataType_t t, const std::vector<Transfer>& sends
 // Message sizes differ per (sender, receiver) pair, including empty ones.
 size_t pairCount(int from, int to) { return static_cast<size_t>((from * 7 + to * 13) % 5) * 997; }
 
+// Message `msg` to and from every rank (itself included), of
+// pairCount * scale + extra elements.
+void allPairs(RankCtx& ctx, int n, ncclDataType_t t, int msg, size_t scale, size_t extra, bool registered) {
+  std::vector<Transfer> sends, recvs;
+  for (int p = 0; p < n; ++p) {
+    sends.push_back({p, msg, pairCount(ctx.rank, p) * scale + extra, registered});
+    recvs.push_back({p, msg, pairCount(p, ctx.rank) * scale + extra});
+  }
+  exchange(ctx, t, sends, recvs);
+}
+
+// `messages` messages to the next rank and from the previous one, matched
+// in call order; message m has count(m) elements and is sent from a
+// registered buffer when registered(m).
+void ringMessages(RankCtx& ctx, int n, ncclDataType_t t, int messages, const std::function<size_t(int)>& count,
+                  const std::function<bool(int)>& registered) {
+  const int next = (ctx.rank + 1) % n, prev = (ctx.rank + n - 1) % n;
+  std::vector<Transfer> sends, recvs;
+  for (int m = 0; m < messages; ++m) {
+    sends.push_back({next, m, count(m), registered(m)});
+    recvs.push_back({prev, m, count(m)});
+  }
+  exchange(ctx, t, sends, recvs);
+}
+
 class P2P : public ::testing::TestWithParam<int> {};
 
 TEST_P(P2P, AllPairsIncludingSelf) {
   const int n = GetParam();
   runThreads(n, [&](RankCtx& ctx) {
-    for (ncclDataType_t t : {ncclFloat32, ncclInt8, ncclFloat64}) {
-      std::vector<Transfer> sends, recvs;
-      for (int p = 0; p < n; ++p) {
-        sends.push_back({p, 0, pairCount(ctx.rank, p)});
-        recvs.push_back({p, 0, pairCount(p, ctx.rank)});
-      }
-      exchange(ctx, t, sends, recvs);
-    }
+    for (ncclDataType_t t : {ncclFloat32, ncclInt8, ncclFloat64}) allPairs(ctx, n, t, 0, 1, 0, false);
   });
 }
 
@@ -102,28 +131,45 @@ TEST_P(P2P, FanOutFromRoot) {
 TEST_P(P2P, SeveralMessagesToOnePeerMatchInOrder) {
   const int n = GetParam();
   runThreads(n, [&](RankCtx& ctx) {
-    const int next = (ctx.rank + 1) % n, prev = (ctx.rank + n - 1) % n;
-    std::vector<Transfer> sends, recvs;
-    for (int m = 0; m < 4; ++m) {
-      const size_t count = static_cast<size_t>(m) * 40000 + 1;
-      sends.push_back({next, m, count});
-      recvs.push_back({prev, m, count});
-    }
-    exchange(ctx, ncclFloat16, sends, recvs);
+    ringMessages(
+        ctx, n, ncclFloat16, 4, [](int m) { return static_cast<size_t>(m) * 40000 + 1; }, [](int) { return false; });
   });
 }
 
 TEST_P(P2P, ProcessesAllPairs) {
   const int n = GetParam();
   if (n > 4) GTEST_SKIP() << "forked variant runs at small rank counts only";
-  runProcesses(n, [&](RankCtx& ctx) {
-    std::vector<Transfer> sends, recvs;
-    for (int p = 0; p < n; ++p) {
-      sends.push_back({p, 0, pairCount(ctx.rank, p) * 10 + 1});
-      recvs.push_back({p, 0, pairCount(p, ctx.rank) * 10 + 1});
-    }
-    exchange(ctx, ncclFloat32, sends, recvs);
+  runProcesses(n, [&](RankCtx& ctx) { allPairs(ctx, n, ncclFloat32, 0, 10, 1, false); });
+}
+
+// Every send from a registered buffer: between threads the receiver copies
+// straight from it. Run twice, so the second round reuses cached plans after
+// the first round's deregistration, and once more unregistered.
+TEST_P(P2P, RegisteredSendBuffersAllPairs) {
+  const int n = GetParam();
+  runThreads(n, [&](RankCtx& ctx) {
+    for (int round = 0; round < 3; ++round) allPairs(ctx, n, ncclFloat32, round, 40, 1, round < 2);
   });
+}
+
+// Registered and unregistered messages to one peer, alternating: the
+// zero-copy descriptors and the FIFO pieces share a connector and must still
+// match in call order.
+TEST_P(P2P, RegisteredAndPlainMessagesToOnePeerMatchInOrder) {
+  const int n = GetParam();
+  runThreads(n, [&](RankCtx& ctx) {
+    ringMessages(
+        ctx, n, ncclInt8, 6, [](int m) { return static_cast<size_t>(m % 3) * 70001 + 3; },
+        [](int m) { return m % 2 == 0; });
+  });
+}
+
+// Between processes the receiver cannot read the sender's memory: registered
+// buffers go through the shared-memory FIFOs and arrive intact.
+TEST_P(P2P, RegisteredSendBuffersBetweenProcesses) {
+  const int n = GetParam();
+  if (n > 4) GTEST_SKIP() << "forked variant runs at small rank counts only";
+  runProcesses(n, [&](RankCtx& ctx) { allPairs(ctx, n, ncclFloat32, 0, 10, 1, true); });
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, P2P, ::testing::Values(1, 2, 3, 4, 8));

@@ -645,6 +645,52 @@ TEST_F(GpuApi, RegisteredBuffers) {
       EXPECT_EQ(ncclCommDeregister(g.comm(r), handles[static_cast<size_t>(r * 2 + k)]), ncclSuccess);
 }
 
+// Sends from registered buffers between ranks of one GPU go zero-copy (the
+// receiver's kernel copies from the sender's buffer): a ring shift, where
+// every rank sends its registered input to the next rank, must deliver the
+// exact bytes, round after round, and still after deregistration.
+TEST_F(GpuApi, RegisteredSendsRingShift) {
+  GpuRanks g({0, 0, 0});
+  ASSERT_TRUE(g.error().empty()) << g.error();
+  const int n = g.size();
+  SumBuffers b(g, (3 << 20) + 11);
+  std::vector<void*> handles(static_cast<size_t>(n), nullptr);
+  for (int r = 0; r < n; ++r)
+    ASSERT_EQ(ncclCommRegister(g.comm(r), b.send[static_cast<size_t>(r)].get(), b.send[static_cast<size_t>(r)].size(),
+                               &handles[static_cast<size_t>(r)]),
+              ncclSuccess)
+        << ncclGetLastError(g.comm(r));
+  for (int round = 0; round < 3; ++round) {
+    if (round == 2) {
+      for (int r = 0; r < n; ++r) {
+        ASSERT_EQ(ncclCommDeregister(g.comm(r), handles[static_cast<size_t>(r)]), ncclSuccess);
+      }
+    }
+    for (int r = 0; r < n; ++r) b.fill(g, r, round);
+    ncclResult_t res = ncclGroupStart();
+    for (int r = 0; r < n && res == ncclSuccess; ++r) {
+      const size_t u = static_cast<size_t>(r);
+      res = ncclSend(b.send[u].get(), b.count, ncclFloat32, (r + 1) % n, g.comm(r), g.stream(r));
+      if (res == ncclSuccess)
+        res = ncclRecv(b.recv[u].get(), b.count, ncclFloat32, (r + n - 1) % n, g.comm(r), g.stream(r));
+    }
+    const ncclResult_t end = ncclGroupEnd();
+    ASSERT_EQ(res, ncclSuccess) << ncclGetLastError(nullptr);
+    ASSERT_EQ(end, ncclSuccess) << ncclGetLastError(nullptr);
+    ASSERT_EQ(g.sync(), "");
+    std::vector<float> h(b.count);
+    for (int r = 0; r < n; ++r) {
+      const int from = (r + n - 1) % n;
+      ASSERT_EQ(
+          cudaMemcpy(h.data(), b.recv[static_cast<size_t>(r)].get(), b.count * sizeof(float), cudaMemcpyDeviceToHost),
+          cudaSuccess);
+      size_t bad = 0;
+      for (size_t i = 0; i < b.count; ++i) bad += h[i] != SumBuffers::input(from, i, round);
+      EXPECT_EQ(bad, 0u) << "round " << round << ": rank " << r << " received wrong data from rank " << from;
+    }
+  }
+}
+
 TEST_F(GpuApi, MemAllocAndWindows) {
   GpuRanks g({0, 0});
   ASSERT_TRUE(g.error().empty()) << g.error();

@@ -42,7 +42,8 @@
 # float, with 8, 2 and 4 ranks on the one GPU (threads of one process: -t N,
 # no MPS needed), -b 8 -e 1G -f 4 -c 1; the 8-byte all-reduce latency on 2
 # ranks with plain launches and with CUDA graph replay (-G); all_gather,
-# reduce_scatter and sendrecv, float, with 8, 4 and 2 ranks; half and
+# reduce_scatter and sendrecv, float, with 8, 4 and 2 ranks; sendrecv with
+# registered buffers (-R 1, zero-copy) on 2 ranks; half and
 # bfloat16 with 8 ranks up to 256 MiB; the lane kernel's latency
 # (lane_kernel_perf); last, when nvidia-cuda-mps-control exists, one
 # 2-process all-reduce (chorusrun) under an MPS daemon of our own, stopped
@@ -419,6 +420,12 @@ if [ "$probe_ok" = 1 ]; then
   for t in 8 4 2; do
     for coll in all_gather reduce_scatter sendrecv; do bench "$coll" "$t" float "$max_bytes"; done
   done
+  # Zero-copy sends from registered buffers (-R 1; kernels/common/direct_slot.h), 2 ranks.
+  if [ -z "${hung[sendrecv]:-}" ] && have "$bin/sendrecv_perf" perf-sendrecv-t2-float-registered; then
+    # shellcheck disable=SC2086
+    run perf-sendrecv-t2-float-registered "$run_timeout" perf "${perf_env[@]}" "$bin/sendrecv_perf" -t 2 -b 8 \
+      -e "$max_bytes" -f 4 -c 1 -d float -R 1 $perf_args || true
+  fi
   for dt in half bfloat16; do
     for coll in all_reduce reduce_scatter all_gather sendrecv; do bench "$coll" 8 "$dt" "$half_bytes"; done
   done

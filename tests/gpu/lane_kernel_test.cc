@@ -215,6 +215,19 @@ class LaneFailure : public ::testing::Test {
   std::vector<dev::DevStep> lonelyReceiver(dev::Protocol) {
     return {makeStep(0, -1, nullptr, out.get(), 1024, false, false)};
   }
+  // Lane 0 sends 10 floats (as pieces, or zero-copy), lane 1 expects 1024
+  // from rank 4.
+  LaunchResult sendTenExpectMore(bool zeroCopy) {
+    DeviceBuffer in(4096);
+    std::vector<dev::DevFifo> fifos = {fifo.end(true, 1), fifo.end(false, 4)};
+    dev::DevStep send = makeStep(-1, 0, in.get(), nullptr, 10, false, false);
+    send.direct = zeroCopy ? 1 : 0;
+    std::vector<dev::DevStep> steps = {send, makeStep(1, -1, nullptr, out.get(), 1024, false, false)};
+    dev::LaneLaunch L;
+    L.timeoutNs = 5ull * 1000 * 1000 * 1000;
+    return runLanes(L, {{0, 1, 64 * 1024, dev::Protocol::Simple}, {1, 1, 64 * 1024, dev::Protocol::Simple}}, steps,
+                    fifos);
+  }
 };
 
 TEST_F(LaneFailure, AbortFlagStopsASpinningKernel) {
@@ -250,16 +263,51 @@ TEST_F(LaneFailure, TimeoutStopsAStuckKernel) {
 
 TEST_F(LaneFailure, MismatchedPieceSizeIsReported) {
   // Lane 0 sends 10 floats, lane 1 expects 1024: the first piece's size differs.
-  DeviceBuffer in(4096);
-  std::vector<dev::DevFifo> fifos = {fifo.end(true, 1), fifo.end(false, 0)};
-  std::vector<dev::DevStep> steps = {makeStep(-1, 0, in.get(), nullptr, 10, false, false),
-                                     makeStep(1, -1, nullptr, out.get(), 1024, false, false)};
-  dev::LaneLaunch L;
-  L.timeoutNs = 5ull * 1000 * 1000 * 1000;
-  const LaunchResult r =
-      runLanes(L, {{0, 1, 64 * 1024, dev::Protocol::Simple}, {1, 1, 64 * 1024, dev::Protocol::Simple}}, steps, fifos);
+  const LaunchResult r = sendTenExpectMore(false);
   EXPECT_EQ(r.sync, cudaSuccess);
   EXPECT_EQ(r.status.status, int(dev::LaneStatus::SizeMismatch));
+  EXPECT_EQ(r.status.peer, 4);
+  EXPECT_EQ(r.status.detail, 40u);
+}
+
+// Zero-copy sends (kernels/common/direct_slot.h): a direct step posts one
+// descriptor; the plain receive copies the whole step from the sender's
+// buffer; a plain piece after it on the same connector still matches; and a
+// descriptor of the wrong size is a SizeMismatch naming the sender.
+TEST_F(LaneFailure, ZeroCopySendThenAPlainPieceOnOneConnector) {
+  const size_t n = 300001, bytes = n * sizeof(float);  // > 4 slots of 64 KiB: a FIFO copy would wrap
+  std::vector<float> a(n), b(64);
+  for (size_t i = 0; i < n; ++i) a[i] = float(i % 1013) - 500.0f;
+  for (size_t i = 0; i < b.size(); ++i) b[i] = float(i) + 0.25f;
+  DeviceBuffer dA(bytes), dB(b.size() * 4), dOutA(bytes), dOutB(b.size() * 4);
+  ASSERT_TRUE(dA.upload(a.data()) && dB.upload(b.data()));
+  std::vector<dev::DevFifo> fifos = {fifo.end(true, 1), fifo.end(false, 0)};
+  dev::DevStep zeroCopy = makeStep(-1, 0, dA.get(), nullptr, n, false, false);
+  zeroCopy.direct = 1;
+  std::vector<dev::DevStep> steps = {zeroCopy, makeStep(-1, 0, dB.get(), nullptr, b.size(), false, false),
+                                     makeStep(1, -1, nullptr, dOutA.get(), n, false, false),
+                                     makeStep(1, -1, nullptr, dOutB.get(), b.size(), false, false)};
+  dev::LaneLaunch L;
+  L.timeoutNs = 10ull * 1000 * 1000 * 1000;
+  const LaunchResult r =
+      runLanes(L, {{0, 2, 64 * 1024, dev::Protocol::Simple}, {2, 2, 64 * 1024, dev::Protocol::Simple}}, steps, fifos);
+  ASSERT_EQ(r.sync, cudaSuccess);
+  ASSERT_EQ(r.status.status, 0) << "lane " << r.status.lane << " peer " << r.status.peer;
+  std::vector<float> gotA(n), gotB(b.size());
+  ASSERT_TRUE(dOutA.download(gotA.data()) && dOutB.download(gotB.data()));
+  EXPECT_EQ(gotA, a);
+  EXPECT_EQ(gotB, b);
+  FifoMemory::Control c;
+  ASSERT_EQ(cudaMemcpy(&c, fifo.control.get(), sizeof(c), cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(c.tail, 2u) << "one descriptor and one piece";
+  EXPECT_EQ(c.head, 2u);
+}
+
+TEST_F(LaneFailure, ZeroCopyDescriptorOfTheWrongSizeIsReported) {
+  const LaunchResult r = sendTenExpectMore(true);
+  EXPECT_EQ(r.sync, cudaSuccess);
+  EXPECT_EQ(r.status.status, int(dev::LaneStatus::SizeMismatch));
+  EXPECT_EQ(r.status.peer, 4);
   EXPECT_EQ(r.status.detail, 40u);
 }
 
@@ -332,6 +380,24 @@ TEST_F(LaneParamsChecks, OversizedLLPiecesAndMissingCountersAreRefused) {
   lane.pieceBytes = 512;
   EXPECT_EQ(pack(), cudaSuccess);
   fifo.position = nullptr;
+  EXPECT_EQ(pack(), cudaErrorInvalidValue);
+}
+
+TEST_F(LaneParamsChecks, ZeroCopyOnlyOnPlainSendsOfSimpleLanes) {
+  float in[256] = {};
+  step = dev::DevStep{};
+  step.send[step.nSend++] = 0;
+  step.src = in;
+  step.count = 256;
+  step.direct = 1;
+  EXPECT_EQ(pack(), cudaSuccess);
+  step.preSrc = 1;  // a zero-copy step cannot scale its input
+  EXPECT_EQ(pack(), cudaErrorInvalidValue);
+  step.preSrc = 0;
+  step.recv[step.nRecv++] = 0;  // nor receive
+  EXPECT_EQ(pack(), cudaErrorInvalidValue);
+  step.nRecv = 0;
+  lane.protocol = dev::Protocol::LL;
   EXPECT_EQ(pack(), cudaErrorInvalidValue);
 }
 

@@ -15,31 +15,12 @@
 #include "core/comm.h"
 #include "gpu/lane_translate.h"
 #include "host/plan_builder.h"
+#include "unit/host_fifo_util.h"
 
 namespace chorus {
 namespace {
 
 using namespace chorus::test;
-
-struct HostFifo {
-  std::vector<char> memory;
-  std::unique_ptr<SendConnector> send;
-  std::unique_ptr<RecvConnector> recv;
-  HostFifo(uint32_t slotBytes, uint32_t nslots, int senderRank, int receiverRank)
-      : memory(fifoTotalBytes(slotBytes, nslots) + 4096) {
-    char* base = memory.data() + (4096 - reinterpret_cast<uintptr_t>(memory.data()) % 4096) % 4096;
-    fifoInit(base, slotBytes, nslots, 0);
-    FifoEnd end;
-    end.ctl = reinterpret_cast<FifoControl*>(base);
-    end.slots = base + fifoControlBytes();
-    end.slotBytes = slotBytes;
-    end.nslots = nslots;
-    end.peer = receiverRank;
-    send = std::make_unique<SendConnector>(end);
-    end.peer = senderRank;
-    recv = std::make_unique<RecvConnector>(end);
-  }
-};
 
 class LaneTranslate : public ::testing::Test {
  protected:
@@ -119,6 +100,26 @@ TEST_F(LaneTranslate, BothEndsOfAFifoShareCounters) {
   EXPECT_EQ(launches[0].fifos[0].tail, launches[0].fifos[1].tail);
   EXPECT_EQ(launches[0].fifos[0].head, launches[0].fifos[1].head);
   EXPECT_NE(launches[0].fifos[0].position, launches[0].fifos[1].position);  // each side counts its own
+}
+
+TEST_F(LaneTranslate, ZeroCopyOnlyWhereTheReceiverReadsTheSendersMemory) {
+  plan.tasks.reserve(4);
+  HostFifo reads(131072, 4, 0, 1, /*peerReads=*/true), cannot(131072, 4, 0, 2, /*peerReads=*/false);
+  const Task& t = addTask(ncclFloat32, ReduceKind::Sum);
+  plan.lanes.resize(2);
+  HostStep a = step(t, nullptr, reads.send.get(), 10), b = step(t, nullptr, cannot.send.get(), 10);
+  a.dst = b.dst = nullptr;
+  a.direct = b.direct = true;
+  plan.lanes[0].steps = {a, step(t, nullptr, reads.send.get(), 5)};
+  plan.lanes[1].steps = {b};
+  for (auto& l : plan.lanes) l.pieceBytes = 131072;
+  std::vector<gpu::LaunchArrays> launches;
+  ASSERT_EQ(gpu::translatePlan(plan, positionFor, &launches), ncclSuccess);
+  ASSERT_EQ(launches.size(), 1u);
+  ASSERT_EQ(launches[0].steps.size(), 3u);
+  EXPECT_EQ(launches[0].steps[0].direct, 1);
+  EXPECT_EQ(launches[0].steps[1].direct, 0) << "an unregistered send stays a FIFO send";
+  EXPECT_EQ(launches[0].steps[2].direct, 0) << "the receiver cannot read this sender's memory";
 }
 
 TEST_F(LaneTranslate, LaunchesSplitWhereTheSpecChangesAndMergeEqualOnes) {

@@ -67,6 +67,9 @@ FifoEnd viewOf(const InprocFifo& fifo, int peer) {
   end.nslots = end.ctl->nslots;
   end.peer = peer;
   end.peerPid = 0;
+  // Host-mode threads share every address; GPU ranks here cannot reach each
+  // other's device memory (else they would use p2p).
+  end.peerReadsOurBuffers = fifo.deviceBase == nullptr;
   end.memory = fifo.memory;
   if (fifo.deviceBase != nullptr) pointFifoAt(&end, fifo.deviceBase);
   return end;
@@ -82,7 +85,8 @@ ncclResult_t InprocTransport::createRecv(const ConnRequest& req, const PeerInfo&
                                          std::vector<uint8_t>* handle) {
   const size_t bytes = fifoTotalBytes(req.slotBytes, req.nslots);
   void* raw = std::aligned_alloc(4096, bytes);
-  if (raw == nullptr) return fail(ncclSystemError, "inproc: cannot allocate %zu bytes for %s", bytes, req.label.c_str());
+  if (raw == nullptr)
+    return fail(ncclSystemError, "inproc: cannot allocate %zu bytes for %s", bytes, req.label.c_str());
   if (req.deviceMemory) std::memset(raw, 0, bytes);
   fifoInit(raw, req.slotBytes, req.nslots, getpid());
   InprocFifo fifo;

@@ -1,0 +1,110 @@
+// Zero-copy sends in the host executor (kernels/common/direct_slot.h), driven
+// step by step over a hand-built FIFO: the sender posts one descriptor and
+// finishes only after the receiver copied its buffer; a connector whose
+// receiver cannot read the sender's memory falls back to pieces; and a
+// descriptor that does not match the receiver's step is an error, not a
+// silent partial copy.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "host/executor.h"
+#include "unit/host_fifo_util.h"
+
+namespace chorus {
+namespace {
+
+using namespace chorus::test;
+
+constexpr uint32_t kSlot = 4096;
+
+struct Pair {
+  Task task;
+  Lane sender, receiver;
+  std::vector<float> src, dst;
+  Pair(size_t sendCount, size_t recvCount) : src(sendCount), dst(recvCount, -1.0f) {
+    task.spec = ReduceSpec{ncclFloat32, ReduceKind::Sum, nullptr, 1};
+    for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<float>(i) * 0.5f + 1.0f;
+  }
+  void wire(HostFifo& f, bool direct) {
+    HostStep out;
+    out.spec = &task.spec;
+    out.send[out.nSend++] = f.send.get();
+    out.src = reinterpret_cast<const char*>(src.data());
+    out.count = src.size();
+    out.direct = direct;
+    HostStep in;
+    in.spec = &task.spec;
+    in.recv[in.nRecv++] = f.recv.get();
+    in.dst = reinterpret_cast<char*>(dst.data());
+    in.count = dst.size();
+    sender.steps = {out};
+    receiver.steps = {in};
+    sender.pieceBytes = receiver.pieceBytes = kSlot;
+  }
+};
+
+TEST(HostDirectSend, OneDescriptorAndTheSenderWaitsForTheReader) {
+  HostFifo f(kSlot, 4, 0, 1, /*peerReads=*/true);
+  Pair p(100000, 100000);  // 400 KB: 98 pieces through the FIFO, one descriptor zero-copy
+  p.wire(f, true);
+  ncclResult_t err = ncclSuccess;
+  EXPECT_TRUE(progressLane(p.sender, &err));
+  EXPECT_EQ(f.posted(), 1u);
+  EXPECT_FALSE(progressLane(p.sender, &err)) << "the sender must wait until the receiver has read its buffer";
+  EXPECT_FALSE(p.sender.finished());
+  EXPECT_TRUE(progressLane(p.receiver, &err));
+  EXPECT_TRUE(p.receiver.finished() || !progressLane(p.receiver, &err));
+  EXPECT_EQ(f.freed(), 1u);
+  EXPECT_EQ(p.dst, p.src);
+  EXPECT_TRUE(progressLane(p.sender, &err));
+  EXPECT_FALSE(progressLane(p.sender, &err));
+  EXPECT_TRUE(p.sender.finished());
+  EXPECT_EQ(err, ncclSuccess);
+  EXPECT_EQ(f.posted(), 1u) << "a zero-copy send moves no data through the FIFO";
+}
+
+TEST(HostDirectSend, ReceiverThatCannotReadUsesPieces) {
+  HostFifo f(kSlot, 4, 0, 1, /*peerReads=*/false);
+  Pair p(10000, 10000);
+  p.wire(f, true);
+  ncclResult_t err = ncclSuccess;
+  for (int guard = 0; guard < 100000 && !(p.sender.finished() && p.receiver.finished()); ++guard) {
+    progressLane(p.sender, &err);
+    progressLane(p.receiver, &err);
+    ASSERT_EQ(err, ncclSuccess);
+  }
+  EXPECT_EQ(p.dst, p.src);
+  EXPECT_EQ(f.posted(), (10000 * sizeof(float) + kSlot - 1) / kSlot);
+}
+
+TEST(HostDirectSend, CountMismatchIsAnErrorNamingThePeer) {
+  HostFifo f(kSlot, 4, 3, 1, /*peerReads=*/true);
+  Pair p(1000, 999);
+  p.wire(f, true);
+  ncclResult_t err = ncclSuccess;
+  EXPECT_TRUE(progressLane(p.sender, &err));
+  EXPECT_FALSE(progressLane(p.receiver, &err));
+  EXPECT_EQ(err, ncclInvalidUsage);
+  const std::string msg = lastErrorMessage();
+  EXPECT_NE(msg.find("rank 3 sent 4000 bytes zero-copy where 3996 were expected"), std::string::npos) << msg;
+  EXPECT_EQ(p.dst, std::vector<float>(999, -1.0f)) << "nothing may be copied on a mismatch";
+}
+
+TEST(HostDirectSend, DescriptorIntoAReducingStepIsAnError) {
+  HostFifo f(kSlot, 4, 2, 1, /*peerReads=*/true);
+  Pair p(500, 500);
+  p.wire(f, true);
+  std::vector<float> local(500, 2.0f);
+  p.receiver.steps[0].src = reinterpret_cast<const char*>(local.data());  // recv + reduce with a local input
+  ncclResult_t err = ncclSuccess;
+  EXPECT_TRUE(progressLane(p.sender, &err));
+  EXPECT_FALSE(progressLane(p.receiver, &err));
+  EXPECT_EQ(err, ncclInvalidUsage);
+  EXPECT_NE(std::string(lastErrorMessage()).find("also sends or reduces"), std::string::npos) << lastErrorMessage();
+}
+
+}  // namespace
+}  // namespace chorus
