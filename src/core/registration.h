@@ -4,8 +4,8 @@
 // an intermediate user-side staging buffer. A registered buffer also lets a
 // point-to-point send go zero-copy where the receiver can read the sender's
 // memory by address (same process; in GPU mode the same GPU or one with peer
-// access): the receiver copies straight from it (kDirectSlotMarker in
-// transport/fifo.h). Registration is validated (GPU mode: device memory
+// access): the receiver copies straight from it
+// (kernels/common/direct_slot.h). Registration is validated (GPU mode: device memory
 // only); every change bumps an epoch so cached plans follow it.
 #pragma once
 

@@ -30,8 +30,8 @@ struct HostStep {
   bool preSrc = false;     // apply PreMulSum's scalar to src
   bool post = false;       // apply SumPostDiv's division to the result
   bool streamDst = false;  // dst is much larger than the caches: write it with non-temporal stores
-  // A pure send of a registered buffer: zero-copy (kDirectSlotMarker in
-  // transport/fifo.h) when its connector's receiver can read our buffers
+  // A pure send of a registered buffer: zero-copy
+  // (kernels/common/direct_slot.h) when its connector's receiver can read our buffers
   // (FifoEnd::peerReadsOurBuffers), else through the FIFO as usual.
   bool direct = false;
   const char* src = nullptr;

@@ -3,7 +3,7 @@
 // Every (peer, direction) gets its own lane, so a rank's sends and receives
 // progress independently whatever order the ranks issued them in. Sends from
 // registered buffers are marked direct: zero-copy where the connector allows
-// it (kDirectSlotMarker in transport/fifo.h).
+// it (kernels/common/direct_slot.h).
 #include "core/result.h"
 #include "host/plan_builder.h"
 

@@ -51,7 +51,7 @@ void combine(const HostStep& s, char* target, const char* src, size_t n) {
   }
 }
 
-// A direct send step (transport/fifo.h): posts the descriptor of the whole
+// A direct send step (kernels/common/direct_slot.h): posts the descriptor of the whole
 // step once, then finishes when the receiver has freed it, i.e. has copied
 // the data out of our buffer.
 bool progressDirectSend(Lane& lane, HostStep& s) {

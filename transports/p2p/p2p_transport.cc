@@ -179,7 +179,7 @@ ncclResult_t enablePeerAccess(int from, int to, const ConnRequest& req) {
               req.label.c_str(), from, to, cudaGetErrorName(err), cudaGetErrorString(err));
 }
 
-// Zero-copy sends (transport/fifo.h) need the receiver's kernels to read the
+// Zero-copy sends (kernels/common/direct_slot.h) need the receiver's kernels to read the
 // sender's device memory. Between two GPUs of one process that is peer
 // access in the other direction; without it, sends simply use the FIFO.
 bool receiverReachesSender(int receiverDevice, int senderDevice) {
