@@ -76,11 +76,12 @@ __device__ void combinePiece(const Fn& fn, const DevStep& s, T* target, T* r0, c
   }
 }
 
-template <typename T>
+// Cg: src may be written by another agent during the launch (L1-bypassing loads).
+template <typename T, bool Cg = false>
 __device__ __forceinline__ void copyPiece(T* dst, const T* src, size_t n) {
   FuncSum<T> identity;
-  combineRange<false, false, false, false, false, false>(identity, dst, src, static_cast<const T*>(nullptr), n,
-                                                         threadIdx.x, blockDim.x);
+  combineRange<false, false, false, Cg, false, false>(identity, dst, src, static_cast<const T*>(nullptr), n,
+                                                      threadIdx.x, blockDim.x);
 }
 
 struct LaneShared {
@@ -124,7 +125,9 @@ __device__ inline bool waitPlainReceive(const LaneParams& P, const DevStep& s, u
     const volatile DirectDescriptor* d = reinterpret_cast<const volatile DirectDescriptor*>(slotAt(f, *f.position));
     const uint64_t address = d->address, sent = d->bytes;
     if (sent != stepBytes) {
-      recordFailure(P.L.status, LaneStatus::SizeMismatch, blockIdx.x, f.peer, static_cast<uint32_t>(sent));
+      // detail: bytes sent, capped below the marker (which means "a descriptor" to the host).
+      const uint32_t detail = sent < kDirectSlotMarker ? static_cast<uint32_t>(sent) : kDirectSlotMarker - 1;
+      recordFailure(P.L.status, LaneStatus::SizeMismatch, blockIdx.x, f.peer, detail);
       return false;
     }
     sh.directFrom = reinterpret_cast<const void*>(address);
@@ -146,11 +149,12 @@ __device__ inline bool directSend(const LaneParams& P, const DevStep& s, size_t 
     bool ok = waitEmpty(f, w);
     if (ok) {
       const uint64_t pos = *f.position;
-      DirectDescriptor* d = reinterpret_cast<DirectDescriptor*>(slotAt(f, pos));
+      volatile DirectDescriptor* d = reinterpret_cast<volatile DirectDescriptor*>(slotAt(f, pos));
       d->address = reinterpret_cast<uint64_t>(s.src);
       d->bytes = s.count * elemBytes;
+      d->copied = 0;
       publishSimple(f, kDirectSlotMarker);
-      ok = waitFreed(f, pos, w);
+      ok = waitFreed(f, pos, &d->copied, w);
     }
     if (!ok) sh.failed = 1;
   }
@@ -173,9 +177,19 @@ __device__ size_t simplePiece(const LaneParams& P, const Fn& fn, const DevStep& 
   __syncthreads();
   if (sh.failed) return 0;
   if (sh.directFrom != nullptr) {
-    copyPiece(static_cast<T*>(s.dst), static_cast<const T*>(sh.directFrom), size_t(s.count));
+    // The whole step from the sender's buffer, in chunks; after each, thread
+    // 0 publishes the progress the waiting sender watches.
+    const DevFifo& f = P.fifos[s.recv[0]];
+    volatile DirectDescriptor* d = reinterpret_cast<volatile DirectDescriptor*>(slotAt(f, *f.position));
+    const size_t chunk = kDirectChunkBytes / sizeof(T);
+    for (size_t off = 0; off < size_t(s.count); off += chunk) {
+      const size_t m = size_t(s.count) - off < chunk ? size_t(s.count) - off : chunk;
+      copyPiece<T, true>(static_cast<T*>(s.dst) + off, static_cast<const T*>(sh.directFrom) + off, m);
+      __syncthreads();
+      if (threadIdx.x == 0) d->copied = (off + m) * sizeof(T);
+    }
     __syncthreads();
-    if (threadIdx.x == 0) releaseSlot(P.fifos[s.recv[0]]);
+    if (threadIdx.x == 0) releaseSlot(f);
     return size_t(s.count);
   }
   T* r0 = s.nRecv > 0 ? currentSlot<T>(P, s.recv[0]) : nullptr;

@@ -75,10 +75,19 @@ __device__ inline void publishSimple(const DevFifo& f, uint32_t bytes) {
 }
 
 // Sender of a zero-copy step (one thread): waits until the receiver freed the
-// slot at `pos`, i.e. finished reading the sender's buffer.
-__device__ inline bool waitFreed(const DevFifo& f, uint64_t pos, Waiter& w) {
-  while (loadAcquireSys(f.head) <= pos)
+// slot at `pos`, i.e. finished reading the sender's buffer. The receiver's
+// progress word (`copied` of the descriptor) moving counts as progress, so a
+// long copy does not trip the no-progress timeout.
+__device__ inline bool waitFreed(const DevFifo& f, uint64_t pos, const volatile uint64_t* copied, Waiter& w) {
+  uint64_t seen = 0;
+  while (loadAcquireSys(f.head) <= pos) {
+    const uint64_t now = *copied;
+    if (now != seen) {
+      seen = now;
+      w.progressed();
+    }
     if (!w.keepWaiting(f.peer)) return false;
+  }
   return true;
 }
 

@@ -3,10 +3,10 @@
 // ranks through the connector FIFOs: one copy into a slot per hop, none into
 // an intermediate user-side staging buffer. A registered buffer also lets a
 // point-to-point send go zero-copy where the receiver can read the sender's
-// memory by address (same process; in GPU mode the same GPU or one with peer
-// access): the receiver copies straight from it
-// (kernels/common/direct_slot.h). Registration is validated (GPU mode: device memory
-// only); every change bumps an epoch so cached plans follow it.
+// memory by address (same process; in GPU mode also the same GPU): the
+// receiver copies straight from it (kernels/common/direct_slot.h).
+// Registration is validated (GPU mode: device memory only); every change
+// bumps an epoch so cached plans follow it.
 #pragma once
 
 #include <atomic>

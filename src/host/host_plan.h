@@ -47,6 +47,7 @@ struct Lane {
   size_t cur = 0;               // current step
   size_t done = 0;              // elements of the current step already processed
   bool awaitingReader = false;  // a direct send step is posted; it ends when the receiver freed the slot
+  uint64_t readerCopied = 0;    // the receiver's progress last seen while awaiting it
   bool finished() const { return cur >= steps.size(); }
 };
 

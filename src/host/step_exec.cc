@@ -1,5 +1,6 @@
 // One piece of one step: the data path of host mode.
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <string>
 
@@ -58,40 +59,57 @@ bool progressDirectSend(Lane& lane, HostStep& s) {
   SendConnector* out = s.send[0];
   if (!lane.awaitingReader) {
     if (!out->ready()) return false;
-    const DirectDescriptor d{reinterpret_cast<uintptr_t>(s.src), s.count * typeSize(s.spec->type)};
+    const DirectDescriptor d{reinterpret_cast<uintptr_t>(s.src), s.count * typeSize(s.spec->type), 0};
     std::memcpy(out->slot(), &d, sizeof(d));
     out->post(kDirectSlotMarker);
     lane.awaitingReader = true;
+    lane.readerCopied = 0;
     return true;
   }
-  if (!out->drained()) return false;
+  if (!out->drained()) {
+    // The slot was posted by this lane and is not freed yet: it still holds
+    // our descriptor, whose `copied` the reader advances.
+    auto* posted = reinterpret_cast<DirectDescriptor*>(out->lastPostedSlot());
+    const uint64_t copied = std::atomic_ref<uint64_t>(posted->copied).load(std::memory_order_relaxed);
+    if (copied == lane.readerCopied) return false;
+    lane.readerCopied = copied;  // the reader is moving: counts as progress
+    return true;
+  }
   lane.awaitingReader = false;
   lane.done = s.count;
   return true;
 }
 
-// The receiving side of a direct send: the whole step in one copy from the
-// sender's buffer. Only a plain receive into an output, at the start of its
+// The receiving side of a direct send: the whole step copied straight from
+// the sender's buffer. Only a plain receive into an output, at the start of its
 // step, can match one; anything else is a mismatch between the ranks' calls.
 bool receiveDirect(Lane& lane, HostStep& s, ncclResult_t* err) {
   RecvConnector* in = s.recv[0];
-  DirectDescriptor d;
-  std::memcpy(&d, in->slot(), sizeof(d));
+  auto* d = reinterpret_cast<DirectDescriptor*>(const_cast<char*>(in->slot()));
   const size_t expected = (s.count - lane.done) * typeSize(s.spec->type);
-  const bool plainReceive = s.nSend == 0 && s.src == nullptr && s.dst != nullptr && !s.post && lane.done == 0;
-  if (!plainReceive || d.bytes != expected) {
-    const std::string want =
-        plainReceive ? std::to_string(expected) + " were expected" : "this rank's step also sends or reduces";
+  std::string want;
+  if (lane.done != 0)
+    want = "this rank was in the middle of a receive (the ranks split the data differently)";
+  else if (s.nSend != 0 || s.src != nullptr || s.dst == nullptr || s.post)
+    want = "this rank's step also sends or reduces";
+  else if (d->bytes != expected)
+    want = std::to_string(expected) + " were expected";
+  if (!want.empty()) {
     *err = fail(ncclInvalidUsage,
                 "rank %d sent %llu bytes zero-copy where %s: mismatched counts, datatypes or call order between ranks",
-                in->end().peer, static_cast<unsigned long long>(d.bytes), want.c_str());
+                in->end().peer, static_cast<unsigned long long>(d->bytes), want.c_str());
     return false;
   }
-  const char* from = reinterpret_cast<const char*>(static_cast<uintptr_t>(d.address));
-  if (s.streamDst)
-    host::streamCopy(s.dst, from, expected);
-  else
-    std::memcpy(s.dst, from, expected);
+  // In chunks, publishing progress for the sender, which waits meanwhile.
+  const char* from = reinterpret_cast<const char*>(static_cast<uintptr_t>(d->address));
+  for (size_t off = 0; off < expected; off += kDirectChunkBytes) {
+    const size_t n = std::min<size_t>(kDirectChunkBytes, expected - off);
+    if (s.streamDst)
+      host::streamCopy(s.dst + off, from + off, n);
+    else
+      std::memcpy(s.dst + off, from + off, n);
+    std::atomic_ref<uint64_t>(d->copied).store(off + n, std::memory_order_relaxed);
+  }
   in->release();
   lane.done = s.count;
   return true;

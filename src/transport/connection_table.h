@@ -42,6 +42,12 @@ class ConnectionTable {
   // executor for the connectors it waits on.
   ncclResult_t checkLink(const FifoEnd& end) const;
 
+  // The send connector for `key`, or nullptr (tests inspect its FIFO).
+  const SendConnector* findSend(const ConnKey& key) const {
+    auto it = sends_.find(key);
+    return it == sends_.end() ? nullptr : it->second.get();
+  }
+
   const PeerInfo& peer(int rank) const { return peers_[rank]; }
   const std::vector<PeerInfo>& peers() const { return peers_; }
 

@@ -86,7 +86,7 @@ struct FifoEnd {
   int peer = -1;    // communicator rank on the other side
   int peerPid = 0;  // for liveness checks; 0 when the peer is this process
   // Send ends: the receiver can dereference this rank's buffer addresses
-  // (same process; in GPU mode also a GPU that reaches ours), so registered
+  // (same process; in GPU mode also the same GPU), so registered
   // buffers may be sent zero-copy (kDirectSlotMarker).
   bool peerReadsOurBuffers = false;
   std::shared_ptr<void> memory;        // keeps the FIFO memory mapped while we use it
@@ -109,6 +109,8 @@ class SendConnector {
     end_.ctl->tail.store(++tail_, std::memory_order_release);
     if (end_.doorbell != nullptr) end_.doorbell->ring();
   }
+  // The slot most recently posted (valid until the receiver frees it).
+  char* lastPostedSlot() const { return end_.slot(tail_ - 1); }
   // Every posted slot has been freed by the receiver.
   bool drained() {
     if (headCache_ == tail_) return true;

@@ -105,7 +105,8 @@ TEST_F(LaneTranslate, BothEndsOfAFifoShareCounters) {
 TEST_F(LaneTranslate, ZeroCopyOnlyWhereTheReceiverReadsTheSendersMemory) {
   plan.tasks.reserve(4);
   HostFifo reads(131072, 4, 0, 1, /*peerReads=*/true), cannot(131072, 4, 0, 2, /*peerReads=*/false);
-  const Task& t = addTask(ncclFloat32, ReduceKind::Sum);
+  Task& t = addTask(ncclFloat32, ReduceKind::Sum);
+  t.type = CollType::Send;  // point-to-point: a byte-copy launch, counts in bytes
   plan.lanes.resize(2);
   HostStep a = step(t, nullptr, reads.send.get(), 10), b = step(t, nullptr, cannot.send.get(), 10);
   a.dst = b.dst = nullptr;
@@ -117,7 +118,9 @@ TEST_F(LaneTranslate, ZeroCopyOnlyWhereTheReceiverReadsTheSendersMemory) {
   ASSERT_EQ(gpu::translatePlan(plan, positionFor, &launches), ncclSuccess);
   ASSERT_EQ(launches.size(), 1u);
   ASSERT_EQ(launches[0].steps.size(), 3u);
+  EXPECT_EQ(launches[0].header.type, ncclUint8);
   EXPECT_EQ(launches[0].steps[0].direct, 1);
+  EXPECT_EQ(launches[0].steps[0].count, 40u) << "a descriptor's size is the step's bytes";
   EXPECT_EQ(launches[0].steps[1].direct, 0) << "an unregistered send stays a FIFO send";
   EXPECT_EQ(launches[0].steps[2].direct, 0) << "the receiver cannot read this sender's memory";
 }

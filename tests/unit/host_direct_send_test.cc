@@ -46,6 +46,17 @@ struct Pair {
   }
 };
 
+// Moves the sender's lane once (posting its next slot), then lets the
+// receiver take it: the receiver must refuse with ncclInvalidUsage. Returns
+// the error message.
+std::string receiverRefuses(Pair& p) {
+  ncclResult_t err = ncclSuccess;
+  EXPECT_TRUE(progressLane(p.sender, &err));
+  EXPECT_FALSE(progressLane(p.receiver, &err));
+  EXPECT_EQ(err, ncclInvalidUsage);
+  return lastErrorMessage();
+}
+
 TEST(HostDirectSend, OneDescriptorAndTheSenderWaitsForTheReader) {
   HostFifo f(kSlot, 4, 0, 1, /*peerReads=*/true);
   Pair p(100000, 100000);  // 400 KB: 98 pieces through the FIFO, one descriptor zero-copy
@@ -84,11 +95,7 @@ TEST(HostDirectSend, CountMismatchIsAnErrorNamingThePeer) {
   HostFifo f(kSlot, 4, 3, 1, /*peerReads=*/true);
   Pair p(1000, 999);
   p.wire(f, true);
-  ncclResult_t err = ncclSuccess;
-  EXPECT_TRUE(progressLane(p.sender, &err));
-  EXPECT_FALSE(progressLane(p.receiver, &err));
-  EXPECT_EQ(err, ncclInvalidUsage);
-  const std::string msg = lastErrorMessage();
+  const std::string msg = receiverRefuses(p);
   EXPECT_NE(msg.find("rank 3 sent 4000 bytes zero-copy where 3996 were expected"), std::string::npos) << msg;
   EXPECT_EQ(p.dst, std::vector<float>(999, -1.0f)) << "nothing may be copied on a mismatch";
 }
@@ -99,11 +106,50 @@ TEST(HostDirectSend, DescriptorIntoAReducingStepIsAnError) {
   p.wire(f, true);
   std::vector<float> local(500, 2.0f);
   p.receiver.steps[0].src = reinterpret_cast<const char*>(local.data());  // recv + reduce with a local input
+  const std::string msg = receiverRefuses(p);
+  EXPECT_NE(msg.find("also sends or reduces"), std::string::npos) << msg;
+}
+
+TEST(HostDirectSend, TheReadersProgressCountsAsTheSendersProgress) {
+  HostFifo f(kSlot, 4, 0, 1, /*peerReads=*/true);
+  Pair p(1000, 1000);
+  p.wire(f, true);
   ncclResult_t err = ncclSuccess;
+  ASSERT_TRUE(progressLane(p.sender, &err));
+  EXPECT_FALSE(progressLane(p.sender, &err));
+  // A reader halfway through a long copy publishes how far it got.
+  auto* d = reinterpret_cast<DirectDescriptor*>(f.send->end().slot(0));
+  EXPECT_EQ(d->bytes, 4000u);
+  EXPECT_EQ(d->copied, 0u);
+  d->copied = 2000;
+  EXPECT_TRUE(progressLane(p.sender, &err)) << "progress of the reader must keep the sender's timeout away";
+  EXPECT_FALSE(progressLane(p.sender, &err));
+  EXPECT_FALSE(p.sender.finished());
+  EXPECT_TRUE(progressLane(p.receiver, &err));
+  EXPECT_EQ(d->copied, 4000u);
   EXPECT_TRUE(progressLane(p.sender, &err));
-  EXPECT_FALSE(progressLane(p.receiver, &err));
-  EXPECT_EQ(err, ncclInvalidUsage);
-  EXPECT_NE(std::string(lastErrorMessage()).find("also sends or reduces"), std::string::npos) << lastErrorMessage();
+  EXPECT_EQ(err, ncclSuccess);
+}
+
+TEST(HostDirectSend, DescriptorInTheMiddleOfAReceiveIsAnError) {
+  HostFifo f(kSlot, 4, 5, 1, /*peerReads=*/true);
+  Pair p(1000, 2024);
+  p.wire(f, true);
+  // The sender first sends one slot's worth through the FIFO, then 1000 floats zero-copy;
+  // the receiver takes all 2024 as one receive.
+  std::vector<float> head(kSlot / sizeof(float), 3.0f);
+  HostStep plain = p.sender.steps[0];
+  plain.direct = false;
+  plain.src = reinterpret_cast<const char*>(head.data());
+  plain.count = head.size();
+  p.sender.steps.insert(p.sender.steps.begin(), plain);
+  ncclResult_t err = ncclSuccess;
+  EXPECT_TRUE(progressLane(p.sender, &err));    // the plain piece
+  EXPECT_TRUE(progressLane(p.receiver, &err));  // takes it: 1024 of 2024 done
+  const std::string msg = receiverRefuses(p);   // the descriptor arrives mid-receive
+  EXPECT_NE(msg.find("rank 5 sent 4000 bytes zero-copy where this rank was in the middle of a receive"),
+            std::string::npos)
+      << msg;
 }
 
 }  // namespace

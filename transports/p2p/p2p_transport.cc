@@ -179,26 +179,6 @@ ncclResult_t enablePeerAccess(int from, int to, const ConnRequest& req) {
               req.label.c_str(), from, to, cudaGetErrorName(err), cudaGetErrorString(err));
 }
 
-// Zero-copy sends (kernels/common/direct_slot.h) need the receiver's kernels to read the
-// sender's device memory. Between two GPUs of one process that is peer
-// access in the other direction; without it, sends simply use the FIFO.
-bool receiverReachesSender(int receiverDevice, int senderDevice) {
-  int can = 0;
-  if (cudaDeviceCanAccessPeer(&can, receiverDevice, senderDevice) != cudaSuccess || can == 0) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  gpu::DeviceScope scope(receiverDevice);
-  if (scope.status() != cudaSuccess) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  gpu::RelaxedCaptureScope relaxed;
-  const cudaError_t err = cudaDeviceEnablePeerAccess(senderDevice, 0);
-  (void)cudaGetLastError();
-  return err == cudaSuccess || err == cudaErrorPeerAccessAlreadyEnabled;
-}
-
 }  // namespace
 
 bool P2pTransport::canConnect(const PeerInfo& self, const PeerInfo& peer) const {
@@ -290,7 +270,11 @@ ncclResult_t P2pTransport::connectSend(const ConnRequest& req, const PeerInfo& p
                   req.label.c_str(), req.peerRank, (unsigned long long)h.registryId);
     if (h.device != device) CHORUS_CHECK(enablePeerAccess(device, h.device, req));
     *end = viewOf(std::move(mem), req, 0);
-    end->peerReadsOurBuffers = h.device == device || receiverReachesSender(h.device, device);
+    // Zero-copy sends (kernels/common/direct_slot.h) on one GPU only: a
+    // kernel on another GPU could reach only plain allocations of ours, and
+    // only with peer access both ways; pool, VMM and other devices' memory
+    // that users may register would fault there.
+    end->peerReadsOurBuffers = h.device == device;
     return ncclSuccess;
   }
 

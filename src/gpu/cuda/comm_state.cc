@@ -13,6 +13,7 @@
 #include "gpu/cuda/cuda_util.h"
 #include "gpu/cuda/gpu_watchdog.h"
 #include "gpu/launch_policy.h"
+#include "kernels/common/direct_slot.h"
 #include "kernels/launch.h"
 
 namespace chorus::gpu {
@@ -207,10 +208,16 @@ ncclResult_t commPollError(ncclComm* comm) {
       break;
     case dev::LaneStatus::SizeMismatch:
       code = ncclInvalidUsage;
-      snprintf(msg, sizeof(msg),
-               "rank %d: peer rank %d sent %u bytes where this rank expected a different piece (lane %d): the ranks "
-               "called mismatched operations or counts",
-               comm->id.rank, peer, detail, lane);
+      if (detail == kDirectSlotMarker)
+        snprintf(msg, sizeof(msg),
+                 "rank %d: peer rank %d sent a zero-copy message where this rank expected a piece of another step "
+                 "(lane %d): the ranks called mismatched operations or counts",
+                 comm->id.rank, peer, lane);
+      else
+        snprintf(msg, sizeof(msg),
+                 "rank %d: peer rank %d sent %u bytes where this rank expected a different piece (lane %d): the "
+                 "ranks called mismatched operations or counts",
+                 comm->id.rank, peer, detail, lane);
       break;
     default:
       code = ncclInternalError;
