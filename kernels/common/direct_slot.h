@@ -10,11 +10,13 @@
 // frees the slot; only then does the sender's step finish, because the caller
 // may reuse its buffer once the operation completes. A send of a registered
 // buffer therefore waits for its receiver, as NCCL allows any send to: calls
-// that must progress together belong in one group. A sender does this only for a whole plain send step
-// whose buffer is registered with the communicator, and only when its
-// connector says the receiver can read the sender's memory by address
-// (FifoEnd::peerReadsOurBuffers in src/transport/fifo.h: ranks of one
-// process in host mode, ranks of one GPU in one process in GPU mode). Real piece sizes
+// that must progress together belong in one group.
+//
+// A sender does this only for a whole plain send step whose buffer is
+// registered with the communicator, and only when its connector says the
+// receiver can read the sender's memory by address
+// (FifoEnd::peerReadsOurBuffers in src/transport/fifo.h: ranks of one process
+// in host mode, ranks of one GPU in one process in GPU mode). Real piece sizes
 // never reach the marker: a slot is far smaller than 4 GiB.
 #pragma once
 
