@@ -67,7 +67,6 @@ inline const char* typeName(ncclDataType_t t) {
   }
 }
 
-// Stores v (exactly representable in the cases that compare) as element i.
 // Element i of a buffer of `t` as a double, and back. Half and bfloat16 go
 // through the project's own conversions (kernels/common/float_types.h), the
 // ones both executors use.
