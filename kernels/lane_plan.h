@@ -1,9 +1,11 @@
-// The work a GPU kernel launch runs: the device form of a host plan
-// (src/host/host_plan.h). A launch has one thread block per lane; a lane is a
-// list of steps run in order, and a step moves `count` elements in pieces of
-// the lane's piece size, exactly like progressLane() in src/host/step_exec.cc,
-// so the host and the GPU combine the same operands in the same order and
-// produce bit-identical results.
+// The work a GPU kernel launch runs: the device form of a plan
+// (src/plan/plan.h). A launch has one thread block per lane; a lane is a few
+// segments (src/sched/segment.h) whose steps the kernel generates with the
+// same functions as the host executor, and runs piece by piece by the rules
+// of kernels/common/step_rules.h, so the host and the GPU combine the same
+// operands in the same order and produce bit-identical results. The
+// parameter block holds segments, never one entry per chunk, so its size does
+// not depend on the message size: a 16 GiB all-reduce is one launch.
 //
 // Connectors are the FIFOs of src/transport/fifo.h, placed in memory the GPU
 // can reach (device memory for P2P, pinned host memory for SHM staging). Two
@@ -25,7 +27,9 @@
 #include <cstdint>
 
 #include "kernels/common/reduce_kind.h"
+#include "kernels/common/step_rules.h"
 #include "nccl.h"
+#include "sched/segment.h"
 
 namespace chorus::dev {
 
@@ -51,22 +55,19 @@ struct DevFifo {
 
 inline constexpr int kNoFifo = -1;
 
+// A step as the kernel runs it: the sched::StepDesc generated from a
+// segment (its connector ids are indices of LaneParams::fifos) with its
+// offsets turned into pointers. Made on the fly (resolveStep in
+// lane_kernel.cuh), never stored.
 struct DevStep {
-  int16_t recv[2] = {kNoFifo, kNoFifo};  // indices into LaneLaunch::fifos
-  int16_t send[2] = {kNoFifo, kNoFifo};
-  uint8_t nRecv = 0;
-  uint8_t nSend = 0;
-  uint8_t preSrc = 0;  // apply PreMulSum's scalar to src
-  uint8_t post = 0;    // apply SumPostDiv's division to the result
-  uint8_t direct = 0;  // a plain send posted zero-copy (kernels/common/direct_slot.h); Simple lanes only
-  const void* src = nullptr;
+  sched::StepDesc desc;
+  const void* src = nullptr;  // at the step's first element, or null
   void* dst = nullptr;
-  uint64_t count = 0;  // elements
 };
 
 struct DevLane {
-  uint32_t firstStep = 0;
-  uint32_t nSteps = 0;
+  uint32_t firstSegment = 0;
+  uint32_t nSegments = 0;
   uint32_t pieceBytes = 0;               // payload per piece; for LL at most kLLMaxPieceBytes and half the slot
   Protocol protocol = Protocol::Simple;  // of every connector the lane uses
 };
@@ -74,19 +75,8 @@ struct DevLane {
 // LL pieces are staged in shared memory, which bounds their size.
 inline constexpr uint32_t kLLMaxPieceBytes = 4096;
 
-// Why a launch stopped early; written once to LaneLaunch::status.
-enum class LaneStatus : int32_t { Ok = 0, Aborted = 1, TimedOut = 2, SizeMismatch = 3 };
-
-// Written once by the first failing thread: it claims the record, fills the
-// fields, fences, and publishes `status` last, so a host that sees a nonzero
-// status also sees the fields.
-struct LaneStatusRecord {
-  int32_t status = 0;  // a LaneStatus
-  int32_t lane = -1;
-  int32_t peer = -1;
-  uint32_t detail = 0;  // SizeMismatch: bytes received
-  int32_t claim = 0;    // nonzero once a thread owns the record
-};
+using LaneStatus = step::LaneStatus;
+using LaneStatusRecord = step::LaneFailure;
 
 // One launch as the host describes it. The three arrays are in host memory:
 // launchLanes() copies them into the kernel's parameters (LaneParams), so a
@@ -100,10 +90,13 @@ struct LaneLaunch {
   int divisor = 1;                 // SumPostDiv
   const DevLane* lanes = nullptr;  // host memory, nLanes entries
   int nLanes = 0;
-  const DevStep* steps = nullptr;  // host memory, nSteps entries
-  int nSteps = 0;
+  // Host memory. Segment::conn holds indices of `fifos`; Segment::ringTable of `rankTable`.
+  const sched::Segment* segments = nullptr;
+  int nSegments = 0;
   const DevFifo* fifos = nullptr;  // host memory, nFifos entries
   int nFifos = 0;
+  const int32_t* rankTable = nullptr;  // host memory, nRankTable entries
+  int nRankTable = 0;
   const volatile int32_t* abortFlag = nullptr;  // device-visible (mapped host memory); nonzero stops the launch
   LaneStatusRecord* status = nullptr;           // device-visible; first failure wins
   uint64_t timeoutNs = 0;                       // longest wait with no piece moving; 0: no limit (still stops on abort)
@@ -114,7 +107,8 @@ struct LaneLaunch {
 // task boundaries (never inside a task, whose lanes wait for each other).
 inline constexpr int kLaunchMaxLanes = 64;
 inline constexpr int kLaunchMaxFifos = 128;
-inline constexpr int kLaunchMaxSteps = 512;
+inline constexpr int kLaunchMaxSegments = 192;
+inline constexpr int kLaunchMaxRankTable = 1024;
 
 // The kernel's parameter block (passed by value, __grid_constant__). The
 // header's array pointers are unused on the device.
@@ -122,7 +116,8 @@ struct LaneParams {
   LaneLaunch L;
   DevLane lanes[kLaunchMaxLanes];
   DevFifo fifos[kLaunchMaxFifos];
-  DevStep steps[kLaunchMaxSteps];
+  sched::Segment segments[kLaunchMaxSegments];
+  int32_t rankTable[kLaunchMaxRankTable];
 };
 // CUDA 12.1+ on sm_70+ accepts kernel parameters up to 32764 bytes.
 static_assert(sizeof(LaneParams) <= 32764, "the lane kernel's parameters must fit the launch limit");

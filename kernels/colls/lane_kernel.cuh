@@ -1,17 +1,21 @@
 // The lane kernel: runs a lane plan (kernels/lane_plan.h) with one thread
-// block per lane. It is the device twin of progressLane() in
-// src/host/step_exec.cc: the same pieces, the same operands combined in the
-// same order, so a schedule gives bit-identical results on both executors.
+// block per lane. It generates each lane's steps from its segments with
+// src/sched/segment.h and decides everything about a step with
+// kernels/common/step_rules.h, the same code progressLane() of the host
+// executor (src/host/step_exec.cc) runs: the same pieces, the same operands
+// combined in the same order, so a schedule gives bit-identical results on
+// both executors. What is device-only here is thread-level: the block-wide
+// vectorized copy/reduce, the LL protocol's flag lines, shared-memory
+// staging, barriers and fences (docs/architecture.md lists it).
 //
 // Per piece, thread 0 waits for the connectors (bounded by Waiter), the block
 // synchronizes, every thread combines its share of the piece, the block
 // synchronizes again, and thread 0 publishes and frees slots. A zero-copy
 // send step posts a descriptor instead and waits for it to be freed; a plain
 // receive that finds one copies the whole step from the sender's buffer
-// (kernels/common/direct_slot.h). With the LL
-// protocol the receive side is polled by all threads on their own lines and
-// the piece is staged in shared memory, which is what makes it cheap for the
-// small messages it is used for.
+// (kernels/common/direct_slot.h). With the LL protocol the receive side is
+// polled by all threads on their own lines and the piece is staged in shared
+// memory, which is what makes it cheap for the small messages it is used for.
 //
 // All blocks of a launch must be co-resident (a lane may wait for another
 // lane of the same launch); the executor sizes launches accordingly.
@@ -53,26 +57,24 @@ __device__ __forceinline__ void reduceAs(const Fn& fn, T* dst, const T* a, bool 
 }
 
 // The piece's value into `target`, from received pieces r0/r1 (Cg: in
-// connector slots) and the local input src; mirrors combine() of the host.
-// With two received pieces and an input, r0 ⊕ r1 is formed in r0's own
-// storage (a received slot, or its shared-memory stage: this lane's until it
-// frees it) before ⊕ src, so an in-place step (target == src) never
-// overwrites its input before reading it.
+// connector slots) and the local input src, by step_rules.h's combineCase.
 template <typename T, ReduceKind K, bool Cg, typename Fn>
 __device__ void combinePiece(const Fn& fn, const DevStep& s, T* target, T* r0, const T* r1, const T* src, size_t n) {
-  const bool pre = s.preSrc != 0, post = s.post != 0;
-  if (s.nRecv == 0) {
-    reduceAs<T, K, false, false, false>(fn, target, src, pre, static_cast<const T*>(nullptr), false, n, post);
-  } else if (s.nRecv == 1 && src == nullptr) {
-    reduceAs<T, K, Cg, false, false>(fn, target, r0, false, static_cast<const T*>(nullptr), false, n, post);
-  } else if (s.nRecv == 1) {
-    reduceAs<T, K, Cg, false, true>(fn, target, r0, false, src, pre, n, post);
-  } else if (src == nullptr) {
-    reduceAs<T, K, Cg, Cg, true>(fn, target, r0, false, r1, false, n, post);
-  } else {
-    reduceAs<T, K, Cg, Cg, true>(fn, r0, r0, false, r1, false, n, false);
-    __syncthreads();
-    reduceAs<T, K, Cg, false, true>(fn, target, r0, false, src, pre, n, post);
+  const bool pre = s.desc.preSrc != 0, post = s.desc.post != 0;
+  switch (step::combineCase(s.desc)) {
+    case step::Combine::Transform:
+      reduceAs<T, K, false, false, false>(fn, target, src, pre, static_cast<const T*>(nullptr), false, n, post);
+      break;
+    case step::Combine::Forward:
+      reduceAs<T, K, Cg, false, false>(fn, target, r0, false, static_cast<const T*>(nullptr), false, n, post);
+      break;
+    case step::Combine::ReduceInput: reduceAs<T, K, Cg, false, true>(fn, target, r0, false, src, pre, n, post); break;
+    case step::Combine::ReduceTwo: reduceAs<T, K, Cg, Cg, true>(fn, target, r0, false, r1, false, n, post); break;
+    case step::Combine::ReduceThree:
+      reduceAs<T, K, Cg, Cg, true>(fn, r0, r0, false, r1, false, n, false);
+      __syncthreads();
+      reduceAs<T, K, Cg, false, true>(fn, target, r0, false, src, pre, n, post);
+      break;
   }
 }
 
@@ -101,42 +103,37 @@ __device__ __forceinline__ T* currentSlot(const LaneParams& P, int fifo) {
 // (waitRecvs), for its receive slots to be filled. False on failure.
 __device__ inline bool waitConnectors(const LaneParams& P, const DevStep& s, uint32_t bytes, bool waitRecvs,
                                       Waiter& w) {
-  for (int i = 0; waitRecvs && i < s.nRecv; ++i)
-    if (!waitFilled(P.fifos[s.recv[i]], bytes, w, P.L)) return false;
-  for (int i = 0; i < s.nSend; ++i)
-    if (!waitEmpty(P.fifos[s.send[i]], w)) return false;
+  for (int i = 0; waitRecvs && i < s.desc.nRecv; ++i)
+    if (!waitFilled(P.fifos[s.desc.recv[i]], s.desc, bytes, w, P.L)) return false;
+  for (int i = 0; i < s.desc.nSend; ++i)
+    if (!waitEmpty(P.fifos[s.desc.send[i]], w)) return false;
   return true;
 }
 
-__device__ __forceinline__ bool plainReceive(const DevStep& s) {
-  return s.nRecv == 1 && s.nSend == 0 && s.src == nullptr && s.dst != nullptr && s.post == 0;
-}
-
-// Thread 0, at the start of a plain receive step: waits for the first slot,
-// which is either the first piece (`bytes`) or a zero-copy descriptor of the
-// whole step (`stepBytes`; kernels/common/direct_slot.h), noted in sh.
-__device__ inline bool waitPlainReceive(const LaneParams& P, const DevStep& s, uint32_t bytes, uint64_t stepBytes,
-                                        LaneShared& sh, Waiter& w) {
-  const DevFifo& f = P.fifos[s.recv[0]];
+// Thread 0, for a step with one receive: waits for its slot, which holds
+// the next piece (`bytes`) or a zero-copy descriptor of the whole step
+// (noted in sh), or is a mismatch: step_rules.h decides which.
+__device__ inline bool waitSingleReceive(const LaneParams& P, const DevStep& s, uint64_t done, uint32_t bytes,
+                                         uint32_t elemBytes, LaneShared& sh, Waiter& w) {
+  const DevFifo& f = P.fifos[s.desc.recv[0]];
   uint32_t got = 0;
   if (!waitPublished(f, w, &got)) return false;
-  if (got == kDirectSlotMarker) {
-    // Volatile: the slot may hold an earlier descriptor in this SM's L1.
-    const volatile DirectDescriptor* d = reinterpret_cast<const volatile DirectDescriptor*>(slotAt(f, *f.position));
-    const uint64_t address = d->address, sent = d->bytes;
-    if (sent != stepBytes) {
-      // detail: bytes sent, capped below the marker (which means "a descriptor" to the host).
-      const uint32_t detail = sent < kDirectSlotMarker ? static_cast<uint32_t>(sent) : kDirectSlotMarker - 1;
-      recordFailure(P.L.status, LaneStatus::SizeMismatch, blockIdx.x, f.peer, detail);
+  switch (step::classifySlot(s.desc, got, bytes)) {
+    case step::SlotHolds::Piece: return true;
+    case step::SlotHolds::Mismatch:
+      recordFailure(P.L.status, step::sizeMismatch(blockIdx.x, f.peer, got, bytes));
       return false;
-    }
-    sh.directFrom = reinterpret_cast<const void*>(address);
-    return true;
+    case step::SlotHolds::Descriptor: break;
   }
-  if (got != bytes) {
-    recordFailure(P.L.status, LaneStatus::SizeMismatch, blockIdx.x, f.peer, got);
+  // Volatile: the slot may hold an earlier descriptor in this SM's L1.
+  const volatile DirectDescriptor* d = reinterpret_cast<const volatile DirectDescriptor*>(slotAt(f, *f.position));
+  const uint64_t address = d->address, sent = d->bytes;
+  const step::DescriptorCheck check = step::checkDescriptor(s.desc, done, sent, elemBytes);
+  if (check != step::DescriptorCheck::Ok) {
+    recordFailure(P.L.status, step::descriptorMismatch(blockIdx.x, f.peer, check, sent, (s.desc.count - done) * elemBytes));
     return false;
   }
+  sh.directFrom = reinterpret_cast<const void*>(address);
   return true;
 }
 
@@ -145,13 +142,13 @@ __device__ inline bool waitPlainReceive(const LaneParams& P, const DevStep& s, u
 // read once the step ends.
 __device__ inline bool directSend(const LaneParams& P, const DevStep& s, size_t elemBytes, LaneShared& sh, Waiter& w) {
   if (threadIdx.x == 0) {
-    const DevFifo& f = P.fifos[s.send[0]];
+    const DevFifo& f = P.fifos[s.desc.send[0]];
     bool ok = waitEmpty(f, w);
     if (ok) {
       const uint64_t pos = *f.position;
       volatile DirectDescriptor* d = reinterpret_cast<volatile DirectDescriptor*>(slotAt(f, pos));
       d->address = reinterpret_cast<uint64_t>(s.src);
-      d->bytes = s.count * elemBytes;
+      d->bytes = s.desc.count * elemBytes;
       d->copied = 0;
       publishSimple(f, kDirectSlotMarker);
       ok = waitFreed(f, pos, &d->copied, w);
@@ -162,50 +159,64 @@ __device__ inline bool directSend(const LaneParams& P, const DevStep& s, size_t 
   return sh.failed == 0;
 }
 
-// One Simple piece, or a whole zero-copy step at the start of a plain receive.
-// Returns the elements consumed; 0 when the launch must stop.
+// The receiving side of a zero-copy send: the whole step from the sender's
+// buffer, in step_rules.h's chunks; after each, thread 0 publishes the
+// progress the waiting sender watches.
+template <typename T>
+__device__ void directReceive(const LaneParams& P, const DevStep& s, const LaneShared& sh) {
+  const DevFifo& f = P.fifos[s.desc.recv[0]];
+  volatile DirectDescriptor* d = reinterpret_cast<volatile DirectDescriptor*>(slotAt(f, *f.position));
+  const uint64_t total = s.desc.count * sizeof(T);
+  for (uint64_t off = 0; off < total;) {
+    const uint64_t m = step::directChunk(off, total);
+    copyPiece<T, true>(static_cast<T*>(s.dst) + off / sizeof(T),
+                       static_cast<const T*>(sh.directFrom) + off / sizeof(T), m / sizeof(T));
+    off += m;
+    __syncthreads();
+    if (threadIdx.x == 0) d->copied = off;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) releaseSlot(f);
+}
+
+// One Simple piece, or a whole zero-copy step at the start of a single
+// receive. Returns the elements consumed; 0 when the launch must stop.
 template <typename T, ReduceKind K, typename Fn>
 __device__ size_t simplePiece(const LaneParams& P, const Fn& fn, const DevStep& s, size_t done, size_t n,
                               LaneShared& sh, Waiter& w) {
   const uint32_t bytes = static_cast<uint32_t>(n * sizeof(T));
   if (threadIdx.x == 0) {
     sh.directFrom = nullptr;
-    const bool ok = done == 0 && plainReceive(s) ? waitPlainReceive(P, s, bytes, s.count * sizeof(T), sh, w)
-                                                 : waitConnectors(P, s, bytes, true, w);
+    const bool single = s.desc.nRecv == 1;
+    const bool ok = single ? waitSingleReceive(P, s, done, bytes, sizeof(T), sh, w)
+                           : waitConnectors(P, s, bytes, true, w);
+    if (ok && single && sh.directFrom == nullptr) {
+      // The receive was checked; wait for the send slots too.
+      for (int i = 0; i < s.desc.nSend && sh.failed == 0; ++i)
+        if (!waitEmpty(P.fifos[s.desc.send[i]], w)) sh.failed = 1;
+    }
     if (!ok) sh.failed = 1;
   }
   __syncthreads();
   if (sh.failed) return 0;
   if (sh.directFrom != nullptr) {
-    // The whole step from the sender's buffer, in chunks; after each, thread
-    // 0 publishes the progress the waiting sender watches.
-    const DevFifo& f = P.fifos[s.recv[0]];
-    volatile DirectDescriptor* d = reinterpret_cast<volatile DirectDescriptor*>(slotAt(f, *f.position));
-    const size_t chunk = kDirectChunkBytes / sizeof(T);
-    for (size_t off = 0; off < size_t(s.count); off += chunk) {
-      const size_t m = size_t(s.count) - off < chunk ? size_t(s.count) - off : chunk;
-      copyPiece<T, true>(static_cast<T*>(s.dst) + off, static_cast<const T*>(sh.directFrom) + off, m);
-      __syncthreads();
-      if (threadIdx.x == 0) d->copied = (off + m) * sizeof(T);
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) releaseSlot(f);
-    return size_t(s.count);
+    directReceive<T>(P, s, sh);
+    return size_t(s.desc.count);
   }
-  T* r0 = s.nRecv > 0 ? currentSlot<T>(P, s.recv[0]) : nullptr;
-  const T* r1 = s.nRecv > 1 ? currentSlot<T>(P, s.recv[1]) : nullptr;
+  T* r0 = s.desc.nRecv > 0 ? currentSlot<T>(P, s.desc.recv[0]) : nullptr;
+  const T* r1 = s.desc.nRecv > 1 ? currentSlot<T>(P, s.desc.recv[1]) : nullptr;
   const T* src = s.src ? static_cast<const T*>(s.src) + done : nullptr;
   T* dst = s.dst ? static_cast<T*>(s.dst) + done : nullptr;
   // Compute into the local output when there is one (send slots may be in a
   // peer's memory, slow to read back), else into the first send slot.
-  T* target = dst ? dst : currentSlot<T>(P, s.send[0]);
+  T* target = dst ? dst : currentSlot<T>(P, s.desc.send[0]);
   combinePiece<T, K, true>(fn, s, target, r0, r1, src, n);
   __syncthreads();
-  for (int i = (dst ? 0 : 1); i < s.nSend; ++i) copyPiece(currentSlot<T>(P, s.send[i]), target, n);
+  for (int i = (dst ? 0 : 1); i < s.desc.nSend; ++i) copyPiece(currentSlot<T>(P, s.desc.send[i]), target, n);
   __syncthreads();
   if (threadIdx.x == 0) {
-    for (int i = 0; i < s.nSend; ++i) publishSimple(P.fifos[s.send[i]], bytes);
-    for (int i = 0; i < s.nRecv; ++i) releaseSlot(P.fifos[s.recv[i]]);
+    for (int i = 0; i < s.desc.nSend; ++i) publishSimple(P.fifos[s.desc.send[i]], bytes);
+    for (int i = 0; i < s.desc.nRecv; ++i) releaseSlot(P.fifos[s.desc.recv[i]]);
   }
   return n;
 }
@@ -217,8 +228,8 @@ __device__ bool llPiece(const LaneParams& P, const Fn& fn, const DevStep& s, siz
   const uint32_t bytes = static_cast<uint32_t>(n * sizeof(T));
   if (threadIdx.x == 0 && !waitConnectors(P, s, bytes, false, w)) sh.failed = 1;
   bool ok = true;
-  for (int i = 0; i < s.nRecv && ok; ++i) {
-    const DevFifo& f = P.fifos[s.recv[i]];
+  for (int i = 0; i < s.desc.nRecv && ok; ++i) {
+    const DevFifo& f = P.fifos[s.desc.recv[i]];
     ok = llRead(f, *f.position, sh.stage[i], bytes, w);
   }
   if (!ok) atomicExch(&sh.failed, 1);
@@ -227,24 +238,61 @@ __device__ bool llPiece(const LaneParams& P, const Fn& fn, const DevStep& s, siz
   const T* src = s.src ? static_cast<const T*>(s.src) + done : nullptr;
   T* dst = s.dst ? static_cast<T*>(s.dst) + done : nullptr;
   T* out = reinterpret_cast<T*>(sh.stage[2]);
-  if (s.nSend == 0) out = dst;  // nothing to pack: write the output directly
+  if (s.desc.nSend == 0) out = dst;  // nothing to pack: write the output directly
   // Zero the padding of the last 4-byte word so lines carry defined bytes.
-  if (s.nSend > 0 && threadIdx.x == 0 && bytes % 4 != 0) sh.stage[2][bytes / 4] = 0;
+  if (s.desc.nSend > 0 && threadIdx.x == 0 && bytes % 4 != 0) sh.stage[2][bytes / 4] = 0;
   __syncthreads();
   combinePiece<T, K, false>(fn, s, out, reinterpret_cast<T*>(sh.stage[0]), reinterpret_cast<const T*>(sh.stage[1]), src,
                             n);
   __syncthreads();
-  if (s.nSend > 0) {
+  if (s.desc.nSend > 0) {
     if (dst) copyPiece(dst, out, n);
-    for (int i = 0; i < s.nSend; ++i) {
-      const DevFifo& f = P.fifos[s.send[i]];
+    for (int i = 0; i < s.desc.nSend; ++i) {
+      const DevFifo& f = P.fifos[s.desc.send[i]];
       llWrite(f, *f.position, sh.stage[2], bytes);
     }
   }
   __syncthreads();
   if (threadIdx.x == 0) {
-    for (int i = 0; i < s.nSend; ++i) advanceLL(P.fifos[s.send[i]]);
-    for (int i = 0; i < s.nRecv; ++i) releaseSlot(P.fifos[s.recv[i]]);
+    for (int i = 0; i < s.desc.nSend; ++i) advanceLL(P.fifos[s.desc.send[i]]);
+    for (int i = 0; i < s.desc.nRecv; ++i) releaseSlot(P.fifos[s.desc.recv[i]]);
+  }
+  return true;
+}
+
+// Step i of a segment, with its offsets as pointers (elements of T; a
+// byte-copy launch has T = uint8_t and byte segments).
+template <typename T>
+__device__ __forceinline__ DevStep resolveStep(const LaneParams& P, const sched::Segment& seg, uint64_t i) {
+  const int32_t* table = seg.ringTable >= 0 ? P.rankTable + seg.ringTable : nullptr;
+  DevStep s;
+  s.desc = sched::segmentStep(seg, table, i);
+  const T* in = s.desc.input == sched::StepInput::Src   ? static_cast<const T*>(seg.src)
+                : s.desc.input == sched::StepInput::Dst ? static_cast<const T*>(seg.dst)
+                                                        : nullptr;
+  s.src = in ? in + s.desc.srcOff : nullptr;
+  s.dst = step::hasOutput(s.desc) ? static_cast<T*>(seg.dst) + s.desc.dstOff : nullptr;
+  return s;
+}
+
+// Runs one step piece by piece; false when the launch must stop.
+template <typename T, ReduceKind K, typename Fn>
+__device__ bool runStep(const LaneParams& P, const DevLane& lane, const Fn& fn, const DevStep& s, LaneShared& sh,
+                        Waiter& w) {
+  if (step::sendsZeroCopy(s.desc, true)) {  // the translator kept `direct` only where the peer reads our memory
+    if (!directSend(P, s, sizeof(T), sh, w)) return false;
+    w.progressed();
+    __syncthreads();  // thread 0 advanced the position
+    return true;
+  }
+  for (uint64_t done = 0; done < s.desc.count;) {
+    const uint64_t n = step::nextPiece(s.desc, lane.pieceBytes, sizeof(T), done);
+    const size_t moved = lane.protocol == Protocol::LL ? (llPiece<T, K>(P, fn, s, done, n, sh, w) ? n : 0)
+                                                       : simplePiece<T, K>(P, fn, s, done, n, sh, w);
+    if (moved == 0) return false;
+    done += moved;
+    w.progressed();
+    __syncthreads();  // thread 0 advanced positions; everyone reads them next piece
   }
   return true;
 }
@@ -258,27 +306,11 @@ __global__ void __launch_bounds__(kLaneMaxThreads) laneKernel(const __grid_const
   const void* scalar = P.L.scalar != nullptr ? P.L.scalar : static_cast<const void*>(&P.L.scalarBits);
   const auto fn = FunctorOf<T, K>::make(scalar, P.L.divisor);
   Waiter w(P.L, &sh.failed);
-  for (uint32_t k = 0; k < lane.nSteps; ++k) {
-    const DevStep s = P.steps[lane.firstStep + k];
-    if (s.direct != 0) {
-      if (!directSend(P, s, sizeof(T), sh, w)) return;
-      w.progressed();
-      __syncthreads();  // thread 0 advanced the position
-      continue;
-    }
-    const bool moves = s.nRecv + s.nSend > 0;
-    const size_t perPiece = size_t(lane.pieceBytes) / sizeof(T);
-    const size_t pieceElems = moves ? (perPiece > 0 ? perPiece : 1) : size_t(s.count);
-    for (size_t done = 0; done < s.count;) {
-      const size_t left = size_t(s.count) - done;
-      const size_t n = pieceElems < left ? pieceElems : left;
-      const size_t moved = lane.protocol == Protocol::LL ? (llPiece<T, K>(P, fn, s, done, n, sh, w) ? n : 0)
-                                                         : simplePiece<T, K>(P, fn, s, done, n, sh, w);
-      if (moved == 0) return;
-      done += moved;
-      w.progressed();
-      __syncthreads();  // thread 0 advanced positions; everyone reads them next piece
-    }
+  for (uint32_t g = 0; g < lane.nSegments; ++g) {
+    const sched::Segment& seg = P.segments[lane.firstSegment + g];
+    const uint64_t nSteps = sched::segmentSteps(seg);
+    for (uint64_t i = 0; i < nSteps; ++i)
+      if (!runStep<T, K>(P, lane, fn, resolveStep<T>(P, seg, i), sh, w)) return;
   }
 }
 

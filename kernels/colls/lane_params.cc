@@ -10,63 +10,101 @@ namespace {
 
 bool fifoIndexValid(int16_t idx, int nFifos) { return idx >= 0 && idx < nFifos; }
 
-bool stepValid(const DevStep& s, int nFifos) {
-  if (s.nRecv > 2 || s.nSend > 2) return false;
-  for (int i = 0; i < s.nRecv; ++i)
-    if (!fifoIndexValid(s.recv[i], nFifos)) return false;
-  for (int i = 0; i < s.nSend; ++i)
-    if (!fifoIndexValid(s.send[i], nFifos)) return false;
-  // Without a local output the result goes to the first send slot.
-  if (s.dst == nullptr && s.nSend == 0 && s.count > 0) return false;
-  // A zero-copy step is a plain send: one connector, a source, nothing else.
-  if (s.direct != 0 &&
-      (s.nSend != 1 || s.nRecv != 0 || s.src == nullptr || s.dst != nullptr || s.preSrc != 0 || s.post != 0))
-    return false;
-  return true;
+// Every connector id a segment's steps can name is a valid fifo index, and
+// its kind's parameters keep the generated steps in range.
+bool segmentValid(const sched::Segment& s, int nFifos, int nRankTable) {
+  for (int16_t c : s.conn)
+    if (c != sched::kNoConn && !fifoIndexValid(c, nFifos)) return false;
+  switch (s.kind) {
+    case sched::SegmentKind::Single: {
+      // Without a local output the result goes to the first send slot.
+      const bool hasDst = (s.flags & sched::kSegHasDst) != 0, sends = s.conn[2] != sched::kNoConn;
+      if (!hasDst && !sends && s.count > 0) return false;
+      if (s.conn[0] == sched::kNoConn && s.conn[1] != sched::kNoConn) return false;
+      if (s.conn[2] == sched::kNoConn && s.conn[3] != sched::kNoConn) return false;
+      // A zero-copy step is a plain send: one connector, a source, nothing else.
+      if ((s.flags & sched::kSegDirect) != 0 &&
+          (s.conn[2] == sched::kNoConn || s.conn[3] != sched::kNoConn || s.conn[0] != sched::kNoConn || hasDst ||
+           (s.flags & sched::kSegHasSrc) == 0 || (s.flags & (sched::kSegPreSrc | sched::kSegPost)) != 0))
+        return false;
+      return true;
+    }
+    case sched::SegmentKind::RingAllReduce:
+    case sched::SegmentKind::RingGather:
+    case sched::SegmentKind::RingScatter:
+    case sched::SegmentKind::DirectPair:
+      if (s.conn[0] == sched::kNoConn || s.conn[1] == sched::kNoConn || s.roundElems == 0) return false;
+      if (s.nranks < 1 || s.pos < 0 || s.pos >= s.nranks) return false;
+      if (s.ringTable >= 0 && s.ringTable + s.nranks > nRankTable) return false;
+      return true;
+    case sched::SegmentKind::Hier:
+      if (s.roundElems == 0 || s.nranks < 1 || s.nranks2 < 1) return false;
+      if (s.pos < 0 || s.pos >= s.nranks || s.pos2 < 0 || s.pos2 >= s.nranks2) return false;
+      if (s.nranks > 1 && (s.conn[sched::kHierScatterRecv] == sched::kNoConn ||
+                           s.conn[sched::kHierScatterSend] == sched::kNoConn ||
+                           s.conn[sched::kHierGatherRecv] == sched::kNoConn ||
+                           s.conn[sched::kHierGatherSend] == sched::kNoConn))
+        return false;
+      return s.nranks2 == 1 ||
+             (s.conn[sched::kHierInterRecv] != sched::kNoConn && s.conn[sched::kHierInterSend] != sched::kNoConn);
+  }
+  return false;
 }
 
-bool directOnlyInSimple(const DevLane& lane, const DevStep* steps) {
+bool directOnlyInSimple(const DevLane& lane, const sched::Segment* segments) {
   if (lane.protocol == Protocol::Simple) return true;
-  for (uint32_t k = 0; k < lane.nSteps; ++k)
-    if (steps[lane.firstStep + k].direct != 0) return false;
+  for (uint32_t k = 0; k < lane.nSegments; ++k)
+    if ((segments[lane.firstSegment + k].flags & sched::kSegDirect) != 0) return false;
   return true;
 }
 
-bool laneValid(const DevLane& lane, int nSteps, size_t elemBytes) {
-  if (lane.firstStep > static_cast<uint32_t>(nSteps) || lane.nSteps > static_cast<uint32_t>(nSteps) - lane.firstStep)
+bool laneValid(const DevLane& lane, int nSegments, size_t elemBytes) {
+  if (lane.firstSegment > static_cast<uint32_t>(nSegments) ||
+      lane.nSegments > static_cast<uint32_t>(nSegments) - lane.firstSegment)
     return false;
   if (lane.protocol == Protocol::LL && lane.pieceBytes > kLLMaxPieceBytes) return false;
-  return lane.pieceBytes >= elemBytes || lane.nSteps == 0;
+  return lane.pieceBytes >= elemBytes || lane.nSegments == 0;
+}
+
+bool fifoValid(const DevFifo& f) {
+  return f.tail != nullptr && f.head != nullptr && f.sizes != nullptr && f.slots != nullptr && f.position != nullptr &&
+         f.nslots != 0 && f.slotBytes != 0;
+}
+
+bool countsValid(const LaneLaunch& a) {
+  if (a.threads <= 0 || a.threads > 512 || a.threads % 32 != 0) return false;
+  if (a.nLanes < 0 || a.nLanes > kLaunchMaxLanes || a.nFifos < 0 || a.nFifos > kLaunchMaxFifos || a.nSegments < 0 ||
+      a.nSegments > kLaunchMaxSegments || a.nRankTable < 0 || a.nRankTable > kLaunchMaxRankTable)
+    return false;
+  return !((a.nLanes > 0 && a.lanes == nullptr) || (a.nSegments > 0 && a.segments == nullptr) ||
+           (a.nFifos > 0 && a.fifos == nullptr) || (a.nRankTable > 0 && a.rankTable == nullptr));
+}
+
+template <typename E>
+void copyArray(E* to, const E* from, int n) {
+  if (n > 0) std::memcpy(to, from, sizeof(E) * static_cast<size_t>(n));
 }
 
 }  // namespace
 
 cudaError_t packLaneParams(const LaneLaunch& args, size_t elemBytes, LaneParams* params) {
-  if (args.threads <= 0 || args.threads > 512 || args.threads % 32 != 0) return cudaErrorInvalidValue;
-  if (args.nLanes < 0 || args.nLanes > kLaunchMaxLanes || args.nFifos < 0 || args.nFifos > kLaunchMaxFifos ||
-      args.nSteps < 0 || args.nSteps > kLaunchMaxSteps)
-    return cudaErrorInvalidValue;
-  if ((args.nLanes > 0 && args.lanes == nullptr) || (args.nSteps > 0 && args.steps == nullptr) ||
-      (args.nFifos > 0 && args.fifos == nullptr))
-    return cudaErrorInvalidValue;
-  for (int i = 0; i < args.nSteps; ++i)
-    if (!stepValid(args.steps[i], args.nFifos)) return cudaErrorInvalidValue;
+  if (!countsValid(args)) return cudaErrorInvalidValue;
+  for (int i = 0; i < args.nSegments; ++i)
+    if (!segmentValid(args.segments[i], args.nFifos, args.nRankTable)) return cudaErrorInvalidValue;
   for (int i = 0; i < args.nLanes; ++i)
-    if (!laneValid(args.lanes[i], args.nSteps, elemBytes) || !directOnlyInSimple(args.lanes[i], args.steps))
+    if (!laneValid(args.lanes[i], args.nSegments, elemBytes) || !directOnlyInSimple(args.lanes[i], args.segments))
       return cudaErrorInvalidValue;
-  for (int i = 0; i < args.nFifos; ++i) {
-    const DevFifo& f = args.fifos[i];
-    if (f.tail == nullptr || f.head == nullptr || f.sizes == nullptr || f.slots == nullptr || f.position == nullptr ||
-        f.nslots == 0 || f.slotBytes == 0)
-      return cudaErrorInvalidValue;
-  }
+  for (int i = 0; i < args.nFifos; ++i)
+    if (!fifoValid(args.fifos[i])) return cudaErrorInvalidValue;
   params->L = args;
   params->L.lanes = nullptr;
-  params->L.steps = nullptr;
+  params->L.segments = nullptr;
   params->L.fifos = nullptr;
-  if (args.nLanes > 0) std::memcpy(params->lanes, args.lanes, sizeof(DevLane) * static_cast<size_t>(args.nLanes));
-  if (args.nSteps > 0) std::memcpy(params->steps, args.steps, sizeof(DevStep) * static_cast<size_t>(args.nSteps));
-  if (args.nFifos > 0) std::memcpy(params->fifos, args.fifos, sizeof(DevFifo) * static_cast<size_t>(args.nFifos));
+  params->L.rankTable = nullptr;
+  copyArray(params->lanes, args.lanes, args.nLanes);
+  copyArray(params->segments, args.segments, args.nSegments);
+  copyArray(params->fifos, args.fifos, args.nFifos);
+  copyArray(params->rankTable, args.rankTable, args.nRankTable);
   return cudaSuccess;
 }
 

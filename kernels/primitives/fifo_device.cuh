@@ -39,19 +39,21 @@ __device__ __forceinline__ char* slotAt(const DevFifo& f, uint64_t pos) {
 __device__ inline bool waitPublished(const DevFifo& f, Waiter& w, uint32_t* got) {
   const uint64_t pos = *f.position;
   while (loadAcquireSys(f.tail) <= pos)
-    if (!w.keepWaiting(f.peer)) return false;
+    if (!w.keepWaiting(f.peer, true)) return false;
   *got =
       cuda::atomic_ref<uint32_t, cuda::thread_scope_system>(f.sizes[pos % f.nslots]).load(cuda::memory_order_relaxed);
   return true;
 }
 
 // Receiver (one thread): waits until the piece at the end's position is
-// published, then checks its size. False on abort/timeout/size mismatch.
-__device__ inline bool waitFilled(const DevFifo& f, uint32_t bytes, Waiter& w, const LaneLaunch& L) {
+// published, then checks what it holds (step_rules.h). False on
+// abort/timeout/mismatch.
+__device__ inline bool waitFilled(const DevFifo& f, const sched::StepDesc& s, uint32_t bytes, Waiter& w,
+                                  const LaneLaunch& L) {
   uint32_t got = 0;
   if (!waitPublished(f, w, &got)) return false;
-  if (got != bytes) {
-    recordFailure(L.status, LaneStatus::SizeMismatch, blockIdx.x, f.peer, got);
+  if (step::classifySlot(s, got, bytes) != step::SlotHolds::Piece) {
+    recordFailure(L.status, step::sizeMismatch(blockIdx.x, f.peer, got, bytes));
     return false;
   }
   return true;
@@ -61,7 +63,7 @@ __device__ inline bool waitFilled(const DevFifo& f, uint32_t bytes, Waiter& w, c
 __device__ inline bool waitEmpty(const DevFifo& f, Waiter& w) {
   const uint64_t pos = *f.position;
   while (pos - loadAcquireSys(f.head) >= f.nslots)
-    if (!w.keepWaiting(f.peer)) return false;
+    if (!w.keepWaiting(f.peer, false)) return false;
   return true;
 }
 
@@ -86,7 +88,7 @@ __device__ inline bool waitFreed(const DevFifo& f, uint64_t pos, const volatile 
       seen = now;
       w.progressed();
     }
-    if (!w.keepWaiting(f.peer)) return false;
+    if (!w.keepWaiting(f.peer, false)) return false;
   }
   return true;
 }
@@ -122,7 +124,7 @@ __device__ inline bool llRead(const DevFifo& f, uint64_t pos, uint32_t* stage, u
   for (uint32_t j = threadIdx.x; j < nlines; j += blockDim.x) {
     uint64_t line = lines[j];
     while (static_cast<uint32_t>(line >> 32) != seq) {
-      if (!w.keepWaiting(f.peer)) return false;
+      if (!w.keepWaiting(f.peer, true)) return false;
       line = lines[j];
     }
     stage[j] = static_cast<uint32_t>(line);

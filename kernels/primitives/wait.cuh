@@ -17,15 +17,18 @@ __device__ __forceinline__ uint64_t globalTimerNs() {
   return t;
 }
 
-// Records the first failure of a launch; later ones are dropped.
-__device__ inline void recordFailure(LaneStatusRecord* rec, LaneStatus why, int lane, int peer, uint32_t detail) {
+// Records the first failure of a launch (a record made by the shared
+// constructors of kernels/common/step_rules.h); later ones are dropped.
+__device__ inline void recordFailure(LaneStatusRecord* rec, const step::LaneFailure& f) {
   if (rec == nullptr) return;
   if (atomicCAS(&rec->claim, 0, 1) == 0) {
-    rec->lane = lane;
-    rec->peer = peer;
-    rec->detail = detail;
+    rec->lane = f.lane;
+    rec->peer = f.peer;
+    rec->detail = f.detail;
+    rec->received = f.received;
+    rec->expected = f.expected;
     __threadfence_system();
-    *reinterpret_cast<volatile int32_t*>(&rec->status) = static_cast<int32_t>(why);
+    *reinterpret_cast<volatile int32_t*>(&rec->status) = f.status;
     __threadfence_system();
   }
 }
@@ -42,15 +45,17 @@ class Waiter {
 
   // Call once per spin iteration; false means stop waiting (the reason is
   // recorded, or another thread of the block already failed).
-  __device__ bool keepWaiting(int peer) {
+  __device__ bool keepWaiting(int peer, bool receiving) {
     if (++spins_ % kCheckEvery != 0) return true;
     if (blockFailed_ != nullptr && *blockFailed_ != 0) return false;
     if (launch_.abortFlag != nullptr && *launch_.abortFlag != 0) {
-      recordFailure(launch_.status, LaneStatus::Aborted, blockIdx.x, peer, 0);
+      recordFailure(launch_.status, step::waitFailure(LaneStatus::Aborted, blockIdx.x, peer));
       return false;
     }
     if (launch_.timeoutNs != 0 && globalTimerNs() - start_ > launch_.timeoutNs) {
-      recordFailure(launch_.status, LaneStatus::TimedOut, blockIdx.x, peer, 0);
+      step::LaneFailure f = step::waitFailure(LaneStatus::TimedOut, blockIdx.x, peer);
+      f.detail = receiving ? 1 : 0;
+      recordFailure(launch_.status, f);
       return false;
     }
     return true;

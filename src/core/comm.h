@@ -17,7 +17,7 @@
 #include "core/redop_table.h"
 #include "core/registration.h"
 #include "gpu/gpu_runtime.h"
-#include "host/plan_cache.h"
+#include "plan/plan_cache.h"
 #include "nccl.h"
 #include "topo/comm_topology.h"
 #include "transport/connection_table.h"

@@ -23,7 +23,7 @@ ncclResult_t checkReachable(const ncclComm* comm, const void* buf, size_t bytes,
   return ncclSuccess;
 }
 
-ncclResult_t checkBuffers(const HostPlan& plan) {
+ncclResult_t checkBuffers(const Plan& plan) {
   for (const Task& t : plan.tasks) {
     const size_t bytes = t.count * typeSize(t.dtype);
     CHORUS_CHECK(checkReachable(plan.comm, t.sendbuff, bytes, "sendbuff", t));
@@ -41,16 +41,16 @@ std::vector<cudaStream_t> streamsOf(std::span<const Task> tasks) {
   return streams;
 }
 
-ncclResult_t submitToGpu(std::span<HostPlan* const> plans, std::span<const std::vector<cudaStream_t>> streams) {
+ncclResult_t submitToGpu(std::span<Plan* const> plans, std::span<const std::vector<cudaStream_t>> streams) {
   ncclResult_t res = ncclSuccess;
-  for (HostPlan* p : plans)
+  for (Plan* p : plans)
     if (!p->deviceForm && (res = checkBuffers(*p)) != ncclSuccess) break;
   if (res == ncclSuccess) res = gpu::launchPlans(plans, streams);
   if (res != ncclSuccess) {
     const std::string msg = lastErrorMessage();
     // Bad arguments leave the communicator usable; anything else is fatal.
     if (res != ncclInvalidArgument)
-      for (HostPlan* p : plans) commSetError(p->comm, res, msg);
+      for (Plan* p : plans) commSetError(p->comm, res, msg);
   }
   return res;
 }

@@ -6,7 +6,7 @@
 #include <span>
 #include <vector>
 
-#include "host/host_plan.h"
+#include "plan/plan.h"
 
 namespace chorus {
 
@@ -15,6 +15,6 @@ std::vector<cudaStream_t> streamsOf(std::span<const Task> tasks);
 
 // plans[i] was built for the tasks whose streams are streams[i]. On failure
 // the communicators are put into the error state.
-ncclResult_t submitToGpu(std::span<HostPlan* const> plans, std::span<const std::vector<cudaStream_t>> streams);
+ncclResult_t submitToGpu(std::span<Plan* const> plans, std::span<const std::vector<cudaStream_t>> streams);
 
 }  // namespace chorus

@@ -12,7 +12,7 @@
 #include "enqueue/gpu_submit.h"
 #include "graph/comm_graph.h"
 #include "host/executor.h"
-#include "host/plan_builder.h"
+#include "plan/plan_builder.h"
 
 namespace chorus {
 namespace {
@@ -80,22 +80,20 @@ class CommGuard {
 
 // The plan for one communicator's share of the group: from the cache when
 // the same operations were run before, else freshly built (and cached).
-ncclResult_t planFor(std::span<const Task> tasks, HostPlan** out) {
+// Connectors are connected by the caller (connectPlan), so that a thread
+// driving several communicators announces every receiver first.
+ncclResult_t lookupOrBuild(std::span<const Task> tasks, Plan** out) {
   ncclComm* comm = tasks[0].comm;
   CHORUS_CHECK(commCheckUsable(comm, collName(tasks[0].type)));
-  if (HostPlan* cached = comm->planCache.find(tasks, comm->registrations.epoch())) {
+  if (Plan* cached = comm->planCache.find(tasks, comm->registrations.epoch())) {
     *out = cached;
     return ncclSuccess;
   }
-  auto fresh = std::make_unique<HostPlan>();
+  auto fresh = std::make_unique<Plan>();
   fresh->comm = comm;
   fresh->tasks.assign(tasks.begin(), tasks.end());
   PlanBuilder builder(comm, fresh.get());
-  ncclResult_t res = builder.build();
-  if (res == ncclSuccess) {
-    WaitBound bound = waitBoundAfter(comm->config.timeoutMs, &comm->abortFlag);
-    res = comm->conns->connectAll(bound);
-  }
+  const ncclResult_t res = builder.build();
   if (res != ncclSuccess) {
     commSetError(comm, res, lastErrorMessage());
     return res;
@@ -104,16 +102,24 @@ ncclResult_t planFor(std::span<const Task> tasks, HostPlan** out) {
   return ncclSuccess;
 }
 
+ncclResult_t connectPlan(Plan* plan) {
+  ncclComm* comm = plan->comm;
+  const ncclResult_t res = comm->conns->connectAll(waitBoundAfter(comm->config.timeoutMs, &comm->abortFlag));
+  if (res != ncclSuccess) commSetError(comm, res, lastErrorMessage());
+  return res;
+}
+
 // Common case: every task on one communicator; no allocation when cached.
 ncclResult_t executeOnOneComm(std::span<const Task> tasks) {
   CommGuard guard(tasks[0].comm);
-  HostPlan* plan = nullptr;
-  CHORUS_CHECK(planFor(tasks, &plan));
+  Plan* plan = nullptr;
+  CHORUS_CHECK(lookupOrBuild(tasks, &plan));
+  CHORUS_CHECK(connectPlan(plan));
   if (!tasks[0].comm->id.hostMode) {
     const std::vector<cudaStream_t> streams = streamsOf(tasks);
-    return submitToGpu(std::span<HostPlan* const>(&plan, 1), std::span<const std::vector<cudaStream_t>>(&streams, 1));
+    return submitToGpu(std::span<Plan* const>(&plan, 1), std::span<const std::vector<cudaStream_t>>(&streams, 1));
   }
-  return runHostPlans(std::span<HostPlan* const>(&plan, 1));
+  return runHostPlans(std::span<Plan* const>(&plan, 1));
 }
 
 // Several communicators driven by this thread. Every plan is built (and so
@@ -123,35 +129,16 @@ ncclResult_t executeOnManyComms(std::span<const Task> tasks) {
   std::sort(groups.begin(), groups.end(), [](auto& a, auto& b) { return a[0].comm < b[0].comm; });
   std::vector<std::unique_ptr<CommGuard>> guards;
   for (auto& g : groups) guards.push_back(std::make_unique<CommGuard>(g[0].comm));
-  std::vector<HostPlan*> plans;
+  std::vector<Plan*> plans;
   for (auto& g : groups) {
-    ncclComm* comm = g[0].comm;
-    CHORUS_CHECK(commCheckUsable(comm, collName(g[0].type)));
-    HostPlan* plan = comm->planCache.find(g, comm->registrations.epoch());
-    if (plan == nullptr) {
-      auto fresh = std::make_unique<HostPlan>();
-      fresh->comm = comm;
-      fresh->tasks = g;
-      PlanBuilder builder(comm, fresh.get());
-      ncclResult_t res = builder.build();
-      if (res != ncclSuccess) {
-        commSetError(comm, res, lastErrorMessage());
-        return res;
-      }
-      plan = comm->planCache.insert(std::move(fresh));
-    }
+    Plan* plan = nullptr;
+    CHORUS_CHECK(lookupOrBuild(g, &plan));
     plans.push_back(plan);
   }
-  for (HostPlan* p : plans) {
-    ncclResult_t res = p->comm->conns->connectAll(waitBoundAfter(p->comm->config.timeoutMs, &p->comm->abortFlag));
-    if (res != ncclSuccess) {
-      commSetError(p->comm, res, lastErrorMessage());
-      return res;
-    }
-  }
+  for (Plan* p : plans) CHORUS_CHECK(connectPlan(p));
   // GPU-mode ranks are enqueued first (that returns at once), then this
   // thread runs the host-mode ones.
-  std::vector<HostPlan*> gpuPlans, hostPlans;
+  std::vector<Plan*> gpuPlans, hostPlans;
   std::vector<std::vector<cudaStream_t>> gpuStreams;
   for (size_t i = 0; i < plans.size(); ++i) {
     if (plans[i]->comm->id.hostMode) {

@@ -25,6 +25,12 @@ enum class CollType : uint8_t {
 
 const char* collName(CollType t);
 
+// Operations built from sends and receives on the point-to-point lanes.
+inline bool isPointToPoint(CollType t) {
+  return t == CollType::Send || t == CollType::Recv || t == CollType::AlltoAll || t == CollType::Gather ||
+         t == CollType::Scatter;
+}
+
 struct Task {
   CollType type = CollType::AllReduce;
   ncclComm* comm = nullptr;

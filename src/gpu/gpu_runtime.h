@@ -19,7 +19,7 @@
 struct ncclComm;
 
 namespace chorus {
-struct HostPlan;
+struct Plan;
 }
 
 namespace chorus::gpu {
@@ -75,6 +75,6 @@ void commSignalAbort(ncclComm* comm);
 // connected already). streams[i] lists the distinct streams plans[i]'s tasks
 // were called with, first call first: the work runs on the first, after
 // everything already queued on the others, and the others wait for it.
-ncclResult_t launchPlans(std::span<HostPlan* const> plans, std::span<const std::vector<cudaStream_t>> streams);
+ncclResult_t launchPlans(std::span<Plan* const> plans, std::span<const std::vector<cudaStream_t>> streams);
 
 }  // namespace chorus::gpu

@@ -29,45 +29,40 @@ dev::DevFifo deviceEnd(const FifoEnd& end, uint64_t* position) {
   return f;
 }
 
-// Builds one launch from the steps of every lane whose spec equals `spec`,
-// starting at each lane's cursor; advances the cursors past them.
+// Builds one launch from the segments of every lane whose task is in
+// `allowed`, starting at each lane's cursor; advances the cursors past them.
 class LaunchBuilder {
  public:
-  LaunchBuilder(const PositionFor& positionFor, std::map<const void*, int>* laneOfConnector)
-      : positionFor_(positionFor), laneOfConnector_(laneOfConnector) {}
+  LaunchBuilder(const Plan& plan, const PositionFor& positionFor, std::map<const void*, int>* laneOfConnector)
+      : plan_(plan), positionFor_(positionFor), laneOfConnector_(laneOfConnector) {}
 
-  ncclResult_t addLane(const Lane& lane, int laneId, size_t* cursor, const std::set<const ReduceSpec*>& allowed,
-                       bool asBytes, LaunchArrays* out) {
+  ncclResult_t addLane(const Lane& lane, int laneId, size_t* cursor, const std::set<size_t>& allowed, bool asBytes,
+                       LaunchArrays* out) {
     dev::DevLane dl;
-    dl.firstStep = static_cast<uint32_t>(out->steps.size());
+    dl.firstSegment = static_cast<uint32_t>(out->segments.size());
     dl.protocol = lane.proto == Proto::LL ? dev::Protocol::LL : dev::Protocol::Simple;
     uint32_t minSlot = UINT32_MAX;
-    for (; *cursor < lane.steps.size() && allowed.count(lane.steps[*cursor].spec) != 0; ++*cursor) {
-      const HostStep& h = lane.steps[*cursor];
-      if (h.count == 0) continue;
-      dev::DevStep d;
-      for (int i = 0; i < h.nRecv; ++i) {
+    for (; *cursor < lane.segments.size() && allowed.count(lane.segments[*cursor].task) != 0; ++*cursor) {
+      sched::Segment seg = lane.segments[*cursor];
+      if (sched::segmentSteps(seg) == 0) continue;
+      bool peerReads = false;
+      for (int16_t& c : seg.conn) {
+        if (c == sched::kNoConn) continue;
+        const ConnRef& ref = plan_.conns[static_cast<size_t>(c)];
         int idx = 0;
-        CHORUS_CHECK(fifoIndex(h.recv[i], h.recv[i]->end(), false, laneId, out, &idx));
-        d.recv[d.nRecv++] = static_cast<int16_t>(idx);
-        minSlot = std::min(minSlot, h.recv[i]->end().slotBytes);
+        CHORUS_CHECK(fifoIndex(ref, laneId, out, &idx));
+        minSlot = std::min(minSlot, ref.end().slotBytes);
+        peerReads = ref.send != nullptr && ref.end().peerReadsOurBuffers;
+        c = static_cast<int16_t>(idx);
       }
-      for (int i = 0; i < h.nSend; ++i) {
-        int idx = 0;
-        CHORUS_CHECK(fifoIndex(h.send[i], h.send[i]->end(), true, laneId, out, &idx));
-        d.send[d.nSend++] = static_cast<int16_t>(idx);
-        minSlot = std::min(minSlot, h.send[i]->end().slotBytes);
-      }
-      d.direct = h.direct && h.nSend == 1 && h.nRecv == 0 && h.send[0]->end().peerReadsOurBuffers ? 1 : 0;
-      d.preSrc = h.preSrc;
-      d.post = h.post;
-      d.src = h.src;
-      d.dst = h.dst;
-      d.count = asBytes ? h.count * typeSize(h.spec->type) : h.count;
-      out->steps.push_back(d);
+      // Zero-copy only where the receiver can read this rank's memory.
+      if (!peerReads) seg.flags = static_cast<uint8_t>(seg.flags & ~sched::kSegDirect);
+      if (seg.ringTable >= 0) seg.ringTable = ringTableIndex(seg, out);
+      if (asBytes) seg = sched::asBytes(seg, typeSize(plan_.tasks[seg.task].dtype));
+      out->segments.push_back(seg);
     }
-    dl.nSteps = static_cast<uint32_t>(out->steps.size()) - dl.firstStep;
-    if (dl.nSteps == 0) return ncclSuccess;
+    dl.nSegments = static_cast<uint32_t>(out->segments.size()) - dl.firstSegment;
+    if (dl.nSegments == 0) return ncclSuccess;
     dl.pieceBytes = devicePieceBytes(lane.proto, lane.pieceBytes, minSlot);
     if (minSlot != UINT32_MAX && dl.pieceBytes > minSlot)
       return fail(ncclInternalError, "GPU plan: lane %d moves pieces of %u bytes through %u-byte slots", laneId,
@@ -77,8 +72,9 @@ class LaunchBuilder {
   }
 
  private:
-  ncclResult_t fifoIndex(const void* connector, const FifoEnd& end, bool sender, int laneId, LaunchArrays* out,
-                         int* idx) {
+  ncclResult_t fifoIndex(const ConnRef& ref, int laneId, LaunchArrays* out, int* idx) {
+    const void* connector = ref.recv ? static_cast<const void*>(ref.recv) : static_cast<const void*>(ref.send);
+    const FifoEnd& end = ref.end();
     auto owner = laneOfConnector_->emplace(connector, laneId).first;
     if (owner->second != laneId)
       return fail(ncclInternalError, "GPU plan: a connector to rank %d is used by lanes %d and %d", end.peer,
@@ -88,7 +84,7 @@ class LaunchBuilder {
       *idx = it->second;
       return ncclSuccess;
     }
-    uint64_t* position = positionFor_(end, sender);
+    uint64_t* position = positionFor_(end, ref.send != nullptr);
     if (position == nullptr)
       return fail(ncclInternalError, "GPU plan: no device position counter for the connector to rank %d", end.peer);
     *idx = static_cast<int>(out->fifos.size());
@@ -97,9 +93,23 @@ class LaunchBuilder {
     return ncclSuccess;
   }
 
+  // The launch's copy of the ring order a segment uses (shared by segments
+  // of the same ring).
+  int32_t ringTableIndex(const sched::Segment& seg, LaunchArrays* out) {
+    auto it = tables_.find(seg.ringTable);
+    if (it != tables_.end()) return it->second;
+    const auto at = static_cast<int32_t>(out->rankTable.size());
+    const int32_t* from = plan_.rankTable.data() + seg.ringTable;
+    out->rankTable.insert(out->rankTable.end(), from, from + seg.nranks);
+    tables_[seg.ringTable] = at;
+    return at;
+  }
+
+  const Plan& plan_;
   const PositionFor& positionFor_;
   std::map<const void*, int>* laneOfConnector_;
   std::map<const void*, int> index_;
+  std::map<int32_t, int32_t> tables_;
 };
 
 // Tasks that must share one launch: a collective alone, or all the
@@ -114,22 +124,15 @@ struct TaskUnit {
   bool p2p = false;
 };
 
-// Operations built from sends and receives on the point-to-point lanes
-// (src/host/plan_p2p.cc): they share those lanes, so they share the unit.
-bool isP2P(CollType t) {
-  return t == CollType::Send || t == CollType::Recv || t == CollType::AlltoAll || t == CollType::Gather ||
-         t == CollType::Scatter;
-}
-
 std::vector<TaskUnit> taskUnits(const std::vector<Task>& tasks) {
   std::vector<TaskUnit> units;
   TaskUnit p2p;
   p2p.p2p = true;
   for (size_t i = 0; i < tasks.size(); ++i)
-    if (isP2P(tasks[i].type)) p2p.tasks.push_back(i);
+    if (isPointToPoint(tasks[i].type)) p2p.tasks.push_back(i);
   if (!p2p.tasks.empty()) units.push_back(std::move(p2p));
   for (size_t i = 0; i < tasks.size(); ++i)
-    if (!isP2P(tasks[i].type)) units.push_back({{i}, false});
+    if (!isPointToPoint(tasks[i].type)) units.push_back({{i}, false});
   return units;
 }
 
@@ -153,18 +156,19 @@ struct Attempt {
 
 bool fits(const LaunchArrays& l) {
   return l.lanes.size() <= kMaxLanesPerLaunch && l.fifos.size() <= static_cast<size_t>(dev::kLaunchMaxFifos) &&
-         l.steps.size() <= static_cast<size_t>(dev::kLaunchMaxSteps);
+         l.segments.size() <= static_cast<size_t>(dev::kLaunchMaxSegments) &&
+         l.rankTable.size() <= static_cast<size_t>(dev::kLaunchMaxRankTable);
 }
 
 // Builds the launch of the tasks of units u..w from `base` cursors; every
 // lane takes its steps of those tasks, in order.
-ncclResult_t tryLaunch(const HostPlan& plan, const PositionFor& positionFor, const std::vector<TaskUnit>& units,
+ncclResult_t tryLaunch(const Plan& plan, const PositionFor& positionFor, const std::vector<TaskUnit>& units,
                        size_t u, size_t w, const Attempt& base, Attempt* out) {
   *out = base;
   out->launch = LaunchArrays{};
-  std::set<const ReduceSpec*> allowed;
+  std::set<size_t> allowed;
   for (size_t k = u; k <= w; ++k)
-    for (size_t t : units[k].tasks) allowed.insert(&plan.tasks[t].spec);
+    for (size_t t : units[k].tasks) allowed.insert(t);
   const ReduceSpec spec = launchSpecOf(plan.tasks[units[u].tasks[0]], units[u].p2p);
   dev::LaneLaunch& h = out->launch.header;
   h.type = spec.type;
@@ -172,17 +176,18 @@ ncclResult_t tryLaunch(const HostPlan& plan, const PositionFor& positionFor, con
   h.scalar = spec.scalar;
   h.divisor = spec.divisor;
   out->launch.scalarOnHost = spec.scalarOnHost;
-  LaunchBuilder builder(positionFor, &out->laneOfConnector);
+  LaunchBuilder builder(plan, positionFor, &out->laneOfConnector);
   for (size_t l = 0; l < plan.lanes.size(); ++l)
     CHORUS_CHECK(
         builder.addLane(plan.lanes[l], static_cast<int>(l), &out->cursor[l], allowed, units[u].p2p, &out->launch));
   h.nLanes = static_cast<int>(out->launch.lanes.size());
-  h.nSteps = static_cast<int>(out->launch.steps.size());
+  h.nSegments = static_cast<int>(out->launch.segments.size());
   h.nFifos = static_cast<int>(out->launch.fifos.size());
+  h.nRankTable = static_cast<int>(out->launch.rankTable.size());
   return ncclSuccess;
 }
 
-bool sameLaunchSpec(const HostPlan& plan, const TaskUnit& a, const TaskUnit& b) {
+bool sameLaunchSpec(const Plan& plan, const TaskUnit& a, const TaskUnit& b) {
   if (a.p2p || b.p2p) return a.p2p && b.p2p;
   return sameSpec(launchSpecOf(plan.tasks[a.tasks[0]], false), launchSpecOf(plan.tasks[b.tasks[0]], false));
 }
@@ -195,7 +200,7 @@ uint32_t devicePieceBytes(Proto proto, size_t lanePieceBytes, uint32_t slotBytes
   return std::min({dev::llPayloadBytes(slotBytes), dev::kLLMaxPieceBytes, piece});
 }
 
-ncclResult_t translatePlan(const HostPlan& plan, const PositionFor& positionFor, std::vector<LaunchArrays>* out) {
+ncclResult_t translatePlan(const Plan& plan, const PositionFor& positionFor, std::vector<LaunchArrays>* out) {
   out->clear();
   const std::vector<TaskUnit> units = taskUnits(plan.tasks);
   Attempt done;
@@ -207,11 +212,12 @@ ncclResult_t translatePlan(const HostPlan& plan, const PositionFor& positionFor,
     CHORUS_CHECK(tryLaunch(plan, positionFor, units, u, u, done, &best));
     if (!fits(best.launch))
       return fail(ncclInvalidUsage,
-                  "GPU plan: %s of %zu task(s) needs %zu lanes, %zu connector ends and %zu steps in one kernel "
-                  "launch; a launch holds %zu, %d and %d (split the group, or use fewer channels)",
+                  "GPU plan: %s of %zu task(s) needs %zu lanes, %zu connector ends, %zu segments and %zu ring-table "
+                  "entries in one kernel launch; a launch holds %zu, %d, %d and %d (split the group of operations)",
                   units[u].p2p ? "a group of point-to-point operations" : collName(plan.tasks[units[u].tasks[0]].type),
-                  units[u].tasks.size(), best.launch.lanes.size(), best.launch.fifos.size(), best.launch.steps.size(),
-                  kMaxLanesPerLaunch, dev::kLaunchMaxFifos, dev::kLaunchMaxSteps);
+                  units[u].tasks.size(), best.launch.lanes.size(), best.launch.fifos.size(),
+                  best.launch.segments.size(), best.launch.rankTable.size(), kMaxLanesPerLaunch, dev::kLaunchMaxFifos,
+                  dev::kLaunchMaxSegments, dev::kLaunchMaxRankTable);
     for (size_t w = u + 1; w < units.size() && sameLaunchSpec(plan, units[u], units[w]); ++w) {
       Attempt bigger;
       CHORUS_CHECK(tryLaunch(plan, positionFor, units, u, w, done, &bigger));
@@ -225,8 +231,8 @@ ncclResult_t translatePlan(const HostPlan& plan, const PositionFor& positionFor,
     u = last + 1;
   }
   for (size_t l = 0; l < plan.lanes.size(); ++l)
-    if (done.cursor[l] != plan.lanes[l].steps.size())
-      return fail(ncclInternalError, "GPU plan: lane %zu has steps out of task order or of no task of the plan", l);
+    if (done.cursor[l] != plan.lanes[l].segments.size())
+      return fail(ncclInternalError, "GPU plan: lane %zu has segments out of task order or of no task of the plan", l);
   return ncclSuccess;
 }
 

@@ -1,6 +1,6 @@
 // Host plan -> lane-kernel launches: the first half of the GPU executor.
 //
-// A HostPlan (src/host/host_plan.h) is what one rank must do for one group of
+// A Plan (src/plan/plan.h) is what one rank must do for one group of
 // operations, as lanes of steps over connectors. The GPU runs the same plan
 // with the lane kernel (kernels/colls/lane_kernel.cuh), whose input is flat
 // arrays: lanes, steps, and connector ends (kernels/lane_plan.h). This file
@@ -23,7 +23,7 @@
 #include <functional>
 #include <vector>
 
-#include "host/host_plan.h"
+#include "plan/plan.h"
 #include "kernels/lane_plan.h"
 #include "nccl.h"
 
@@ -35,8 +35,9 @@ struct LaunchArrays {
   dev::LaneLaunch header;  // type, kind, scalar, divisor, counts; array pointers left null
   bool scalarOnHost = false;  // PreMulSum: header.scalar is host memory; the launch copies the value
   std::vector<dev::DevLane> lanes;
-  std::vector<dev::DevStep> steps;
+  std::vector<sched::Segment> segments;  // conn: indices of `fifos`; ringTable: of `rankTable`
   std::vector<dev::DevFifo> fifos;
+  std::vector<int32_t> rankTable;
 };
 
 // Where the position counter of a connector end lives on the device.
@@ -51,7 +52,7 @@ inline constexpr size_t kMaxLanesPerLaunch = 64;
 // (or point-to-point group) needs more than one launch holds; ncclInternalError
 // when the plan breaks an invariant the kernel relies on (a connector used by
 // two lanes, a piece larger than a slot, steps out of task order).
-ncclResult_t translatePlan(const HostPlan& plan, const PositionFor& positionFor, std::vector<LaunchArrays>* out);
+ncclResult_t translatePlan(const Plan& plan, const PositionFor& positionFor, std::vector<LaunchArrays>* out);
 
 // Payload bytes per piece a lane of protocol `proto` moves through slots of
 // `slotBytes` on the GPU (LL carries half a slot, at most kLLMaxPieceBytes).

@@ -13,6 +13,8 @@
 #include "core/comm.h"
 #include "core/result.h"
 #include "host/stream_copy.h"
+#include "kernels/common/step_rules.h"
+#include "plan/lane_failure.h"
 
 namespace chorus {
 namespace {
@@ -61,7 +63,7 @@ class Backoff {
 // Fails if any peer process on this host has exited. Every peer is checked,
 // not only the ones this rank waits on, so the error names the rank that
 // died rather than a survivor that is itself stuck behind it.
-ncclResult_t checkPeersAlive(HostPlan& plan) {
+ncclResult_t checkPeersAlive(Plan& plan) {
   ncclComm* comm = plan.comm;
   const PeerInfo& self = comm->conns->peer(comm->id.rank);
   std::string dead;
@@ -77,21 +79,20 @@ ncclResult_t checkPeersAlive(HostPlan& plan) {
 }
 
 // Names the peer the first unfinished lane of `plan` is waiting for.
-ncclResult_t reportTimeout(HostPlan& plan, int64_t timeoutMs) {
-  ncclComm* comm = plan.comm;
+ncclResult_t reportTimeout(Plan& plan, int64_t timeoutMs) {
   for (Lane& lane : plan.lanes) {
-    if (lane.finished()) continue;
-    HostStep& s = lane.steps[lane.cur];
-    int peer = s.nRecv ? s.recv[0]->end().peer : (s.nSend ? s.send[0]->end().peer : -1);
-    return fail(ncclRemoteError,
-                "rank %d: no progress for %lld ms waiting on peer rank %d (%s); the peer is stuck, dead or "
-                "did not make the matching call (CHORUS_TIMEOUT_MS)",
-                comm->id.rank, static_cast<long long>(timeoutMs), peer, s.nRecv ? "receiving" : "sending");
+    const ActiveStep* a = waitingStep(plan, lane);
+    if (a == nullptr) continue;
+    const step::PeerOf waited = step::waitedConnector(a->desc);
+    const int peer = waited.connector == sched::kNoConn ? -1 : plan.conns[waited.connector].end().peer;
+    step::LaneFailure f = step::waitFailure(step::LaneStatus::TimedOut, static_cast<int>(&lane - plan.lanes.data()), peer);
+    f.detail = waited.receiving ? 1 : 0;
+    return laneFailureError(f, plan.comm->id.rank, timeoutMs);
   }
   return ncclSuccess;
 }
 
-ncclResult_t checkFlags(HostPlan& plan) {
+ncclResult_t checkFlags(Plan& plan) {
   ncclComm* comm = plan.comm;
   if (comm->abortFlag.load(std::memory_order_relaxed))
     return fail(ncclInvalidUsage, "rank %d: operation ended by ncclCommAbort", comm->id.rank);
@@ -103,20 +104,20 @@ ncclResult_t checkFlags(HostPlan& plan) {
 // Fails if a connector a waiting lane needs has a broken network link. Only
 // current steps count: a peer that finished and closed its links is fine
 // unless this rank still needs them.
-ncclResult_t checkLinks(HostPlan& plan) {
-  for (const Lane& lane : plan.lanes) {
-    if (lane.finished()) continue;
-    const HostStep& s = lane.steps[lane.cur];
-    for (int i = 0; i < s.nRecv; ++i) CHORUS_CHECK(plan.comm->conns->checkLink(s.recv[i]->end()));
-    for (int i = 0; i < s.nSend; ++i) CHORUS_CHECK(plan.comm->conns->checkLink(s.send[i]->end()));
+ncclResult_t checkLinks(Plan& plan) {
+  for (Lane& lane : plan.lanes) {
+    const ActiveStep* a = waitingStep(plan, lane);
+    if (a == nullptr) continue;
+    for (int i = 0; i < a->desc.nRecv; ++i) CHORUS_CHECK(plan.comm->conns->checkLink(a->recv[i]->end()));
+    for (int i = 0; i < a->desc.nSend; ++i) CHORUS_CHECK(plan.comm->conns->checkLink(a->send[i]->end()));
   }
   return ncclSuccess;
 }
 
 // Idle-time checks; returns an error when the group must stop.
-ncclResult_t idleChecks(std::span<HostPlan* const> plans, Clock::time_point lastProgress) {
+ncclResult_t idleChecks(std::span<Plan* const> plans, Clock::time_point lastProgress) {
   const auto now = Clock::now();
-  for (HostPlan* p : plans) {
+  for (Plan* p : plans) {
     CHORUS_CHECK(checkFlags(*p));
     const int64_t timeoutMs = p->comm->config.timeoutMs;
     CHORUS_CHECK(checkPeersAlive(*p));
@@ -126,8 +127,8 @@ ncclResult_t idleChecks(std::span<HostPlan* const> plans, Clock::time_point last
   return ncclSuccess;
 }
 
-void markFailed(std::span<HostPlan* const> plans, ncclResult_t res) {
-  for (HostPlan* p : plans) commSetError(p->comm, res, lastErrorMessage());
+void markFailed(std::span<Plan* const> plans, ncclResult_t res) {
+  for (Plan* p : plans) commSetError(p->comm, res, lastErrorMessage());
 }
 
 }  // namespace
@@ -152,7 +153,7 @@ bool peerProcessAlive(int pid) {
   return state != 'Z' && state != 'X';
 }
 
-ncclResult_t runHostPlans(std::span<HostPlan* const> plans) {
+ncclResult_t runHostPlans(std::span<Plan* const> plans) {
   int64_t spins = plans.empty() ? 0 : plans[0]->comm->config.spinCount;
   Backoff backoff(spins);
   auto lastProgress = Clock::now();
@@ -161,9 +162,9 @@ ncclResult_t runHostPlans(std::span<HostPlan* const> plans) {
   for (;;) {
     bool pending = false, progressed = false;
     ncclResult_t err = ncclSuccess;
-    for (HostPlan* p : plans) {
+    for (Plan* p : plans) {
       for (Lane& lane : p->lanes) {
-        for (int i = 0; i < kPiecesPerVisit && progressLane(lane, &err); ++i) progressed = true;
+        for (int i = 0; i < kPiecesPerVisit && progressLane(*p, lane, &err); ++i) progressed = true;
         if (err != ncclSuccess) {
           markFailed(plans, err);
           return err;

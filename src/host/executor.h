@@ -1,4 +1,4 @@
-// The host executor: runs HostPlans to completion on the calling thread.
+// The host executor: runs Plans to completion on the calling thread.
 //
 // All lanes of all plans (one plan per communicator in a group, possibly
 // several ranks driven by one thread) are advanced round-robin, one piece at
@@ -12,19 +12,23 @@
 
 #include <span>
 
-#include "host/host_plan.h"
+#include "plan/plan.h"
 
 namespace chorus {
 
 // On failure every plan's communicator is put into the error state and the
 // error (with a message naming the peer) is returned.
-ncclResult_t runHostPlans(std::span<HostPlan* const> plans);
+ncclResult_t runHostPlans(std::span<Plan* const> plans);
 
 // Whether process `pid` (a peer on this host) still runs; a zombie counts as gone.
 bool peerProcessAlive(int pid);
 
 // Moves one piece of the lane's current step if its connectors are ready.
 // Returns true if it did. On a protocol violation sets *err.
-bool progressLane(Lane& lane, ncclResult_t* err);
+bool progressLane(const Plan& plan, Lane& lane, ncclResult_t* err);
+
+// The step `lane` waits on (moving its cursor past finished steps), or null
+// when the lane has finished.
+const ActiveStep* waitingStep(const Plan& plan, Lane& lane);
 
 }  // namespace chorus

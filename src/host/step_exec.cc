@@ -1,65 +1,116 @@
-// One piece of one step: the data path of host mode.
+// One piece of one step: the data path of host mode. Every decision (which
+// step comes next, piece sizes, the combine case, what a received slot holds,
+// zero-copy, failure records) is taken by the shared code of
+// src/sched/segment.h and kernels/common/step_rules.h, which the lane kernel
+// calls too; what is here is how a CPU thread moves the bytes.
 #include <algorithm>
 #include <atomic>
 #include <cstring>
-#include <string>
 
+#include "core/comm.h"
 #include "core/result.h"
 #include "host/executor.h"
+#include "host/host_reduce.h"
 #include "host/stream_copy.h"
+#include "kernels/common/step_rules.h"
+#include "plan/lane_failure.h"
 
 namespace chorus {
 namespace {
 
-// False until every connector of the step is ready. A single receive whose
-// slot holds a zero-copy descriptor sets *direct instead (receiveDirect).
-bool connectorsReady(HostStep& s, uint32_t bytes, bool* direct, ncclResult_t* err) {
-  for (int i = 0; i < s.nRecv; ++i) {
-    if (!s.recv[i]->ready()) return false;
-    if (s.nRecv == 1 && s.recv[i]->size() == kDirectSlotMarker) {
-      *direct = true;
-      return false;
-    }
-    if (s.recv[i]->size() != bytes) {
-      *err = fail(ncclInvalidUsage,
-                  "rank %d sent a piece of %u bytes where %u were expected: mismatched counts, datatypes or call "
-                  "order between ranks",
-                  s.recv[i]->end().peer, s.recv[i]->size(), bytes);
-      return false;
-    }
+using step::Combine;
+
+// Resolves step (lane.seg, lane.step) into lane.active.
+void loadStep(const Plan& plan, Lane& lane) {
+  const sched::Segment& seg = lane.segments[lane.seg];
+  ActiveStep& a = lane.active;
+  a.desc = sched::segmentStep(seg, plan.ringTableOf(seg), lane.step);
+  const sched::StepDesc& d = a.desc;
+  a.spec = &segmentSpec(plan, seg);
+  a.elemBytes = static_cast<uint32_t>(typeSize(a.spec->type));
+  for (int i = 0; i < 2; ++i) {
+    a.recv[i] = i < d.nRecv ? plan.conns[d.recv[i]].recv : nullptr;
+    a.send[i] = i < d.nSend ? plan.conns[d.send[i]].send : nullptr;
   }
-  for (int i = 0; i < s.nSend; ++i)
-    if (!s.send[i]->ready()) return false;
-  return true;
+  const char* in = d.input == sched::StepInput::Src   ? static_cast<const char*>(seg.src)
+                   : d.input == sched::StepInput::Dst ? static_cast<const char*>(seg.dst)
+                                                      : nullptr;
+  a.src = in ? in + d.srcOff * a.elemBytes : nullptr;
+  a.dst = step::hasOutput(d) ? static_cast<char*>(seg.dst) + d.dstOff * a.elemBytes : nullptr;
+  a.streamDst = (seg.flags & sched::kSegStream) != 0 && a.dst != nullptr;
+  lane.loaded = true;
 }
 
-// Computes the piece into `target`: the combination of the received pieces
-// and the local input, with PreMulSum on the local input and the final
-// division applied once to the result.
-void combine(const HostStep& s, char* target, const char* src, size_t n) {
-  const ReduceSpec& spec = *s.spec;
-  if (s.nRecv == 0) {
-    host::transform(spec, target, src, s.preSrc, n, s.post);
-  } else if (s.nRecv == 1 && src == nullptr) {
-    host::transform(spec, target, s.recv[0]->slot(), false, n, s.post);
-  } else if (s.nRecv == 1) {
-    host::reduce(spec, target, s.recv[0]->slot(), false, src, s.preSrc, n, s.post);
-  } else if (src == nullptr) {
-    host::reduce(spec, target, s.recv[0]->slot(), false, s.recv[1]->slot(), false, n, s.post);
-  } else {
-    host::reduce(spec, target, s.recv[0]->slot(), false, s.recv[1]->slot(), false, n, false);
-    host::reduce(spec, target, target, false, src, s.preSrc, n, s.post);
+// Moves the cursor past finished (and empty) steps; false when the lane is done.
+bool settle(const Plan& plan, Lane& lane) {
+  for (;;) {
+    if (lane.finished()) return false;
+    if (!lane.loaded) {
+      if (lane.step >= sched::segmentSteps(lane.segments[lane.seg])) {
+        ++lane.seg;
+        lane.step = 0;
+        continue;
+      }
+      loadStep(plan, lane);
+      lane.done = 0;
+    }
+    if (lane.done < lane.active.desc.count) return true;
+    ++lane.step;
+    lane.loaded = false;
   }
 }
 
-// A direct send step (kernels/common/direct_slot.h): posts the descriptor of the whole
-// step once, then finishes when the receiver has freed it, i.e. has copied
-// the data out of our buffer.
-bool progressDirectSend(Lane& lane, HostStep& s) {
-  SendConnector* out = s.send[0];
+int laneIndex(const Plan& plan, const Lane& lane) { return static_cast<int>(&lane - plan.lanes.data()); }
+
+// Computes the piece into `target` (step_rules.h's five cases).
+void combine(const ActiveStep& a, char* target, const char* src, size_t n) {
+  const ReduceSpec& spec = *a.spec;
+  const bool pre = a.desc.preSrc != 0, post = a.desc.post != 0;
+  switch (step::combineCase(a.desc)) {
+    case Combine::Transform: host::transform(spec, target, src, pre, n, post); break;
+    case Combine::Forward: host::transform(spec, target, a.recv[0]->slot(), false, n, post); break;
+    case Combine::ReduceInput: host::reduce(spec, target, a.recv[0]->slot(), false, src, pre, n, post); break;
+    case Combine::ReduceTwo:
+      host::reduce(spec, target, a.recv[0]->slot(), false, a.recv[1]->slot(), false, n, post);
+      break;
+    case Combine::ReduceThree:
+      host::reduce(spec, target, a.recv[0]->slot(), false, a.recv[1]->slot(), false, n, false);
+      host::reduce(spec, target, target, false, src, pre, n, post);
+      break;
+  }
+}
+
+enum class Ready { No, Yes, Descriptor, Failed };
+
+// Whether every connector of the step is ready for a piece of `bytes`.
+Ready connectorsReady(const Plan& plan, const Lane& lane, uint32_t bytes, ncclResult_t* err) {
+  const ActiveStep& a = lane.active;
+  for (int i = 0; i < a.desc.nRecv; ++i) {
+    if (!a.recv[i]->ready()) return Ready::No;
+    switch (step::classifySlot(a.desc, a.recv[i]->size(), bytes)) {
+      case step::SlotHolds::Piece: break;
+      case step::SlotHolds::Descriptor: return Ready::Descriptor;
+      case step::SlotHolds::Mismatch:
+        *err = laneFailureError(
+            step::sizeMismatch(laneIndex(plan, lane), a.recv[i]->end().peer, a.recv[i]->size(), bytes),
+            plan.comm ? plan.comm->id.rank : -1, 0);
+        return Ready::Failed;
+    }
+  }
+  for (int i = 0; i < a.desc.nSend; ++i)
+    if (!a.send[i]->ready()) return Ready::No;
+  return Ready::Yes;
+}
+
+// A zero-copy send step (kernels/common/direct_slot.h): posts the descriptor
+// of the whole step once, then finishes when the receiver has freed it, i.e.
+// has copied the data out of our buffer.
+bool progressDirectSend(Lane& lane) {
+  ActiveStep& a = lane.active;
+  SendConnector* out = a.send[0];
   if (!lane.awaitingReader) {
     if (!out->ready()) return false;
-    const DirectDescriptor d{reinterpret_cast<uintptr_t>(s.src), s.count * typeSize(s.spec->type), 0};
+    const DirectDescriptor d{reinterpret_cast<uintptr_t>(a.src), a.desc.count * a.elemBytes, 0};
     std::memcpy(out->slot(), &d, sizeof(d));
     out->post(kDirectSlotMarker);
     lane.awaitingReader = true;
@@ -76,84 +127,84 @@ bool progressDirectSend(Lane& lane, HostStep& s) {
     return true;
   }
   lane.awaitingReader = false;
-  lane.done = s.count;
+  lane.done = a.desc.count;
   return true;
 }
 
-// The receiving side of a direct send: the whole step copied straight from
-// the sender's buffer. Only a plain receive into an output, at the start of its
-// step, can match one; anything else is a mismatch between the ranks' calls.
-bool receiveDirect(Lane& lane, HostStep& s, ncclResult_t* err) {
-  RecvConnector* in = s.recv[0];
+// The receiving side of a zero-copy send: the whole step copied straight
+// from the sender's buffer, if step_rules.h's checkDescriptor accepts it.
+bool receiveDirect(const Plan& plan, Lane& lane, ncclResult_t* err) {
+  ActiveStep& a = lane.active;
+  RecvConnector* in = a.recv[0];
   auto* d = reinterpret_cast<DirectDescriptor*>(const_cast<char*>(in->slot()));
-  const size_t expected = (s.count - lane.done) * typeSize(s.spec->type);
-  std::string want;
-  if (lane.done != 0)
-    want = "this rank was in the middle of a receive (the ranks split the data differently)";
-  else if (s.nSend != 0 || s.src != nullptr || s.dst == nullptr || s.post)
-    want = "this rank's step also sends or reduces";
-  else if (d->bytes != expected)
-    want = std::to_string(expected) + " were expected";
-  if (!want.empty()) {
-    *err = fail(ncclInvalidUsage,
-                "rank %d sent %llu bytes zero-copy where %s: mismatched counts, datatypes or call order between ranks",
-                in->end().peer, static_cast<unsigned long long>(d->bytes), want.c_str());
+  const step::DescriptorCheck check = step::checkDescriptor(a.desc, lane.done, d->bytes, a.elemBytes);
+  if (check != step::DescriptorCheck::Ok) {
+    const uint64_t expected = (a.desc.count - lane.done) * a.elemBytes;
+    *err = laneFailureError(step::descriptorMismatch(laneIndex(plan, lane), in->end().peer, check, d->bytes, expected),
+                            plan.comm ? plan.comm->id.rank : -1, 0);
     return false;
   }
   // In chunks, publishing progress for the sender, which waits meanwhile.
   const char* from = reinterpret_cast<const char*>(static_cast<uintptr_t>(d->address));
-  for (size_t off = 0; off < expected; off += kDirectChunkBytes) {
-    const size_t n = std::min<size_t>(kDirectChunkBytes, expected - off);
-    if (s.streamDst)
-      host::streamCopy(s.dst + off, from + off, n);
+  const uint64_t total = d->bytes;
+  for (uint64_t off = 0; off < total;) {
+    const uint64_t n = step::directChunk(off, total);
+    if (a.streamDst)
+      host::streamCopy(a.dst + off, from + off, n);
     else
-      std::memcpy(s.dst + off, from + off, n);
-    std::atomic_ref<uint64_t>(d->copied).store(off + n, std::memory_order_relaxed);
+      std::memcpy(a.dst + off, from + off, n);
+    off += n;
+    std::atomic_ref<uint64_t>(d->copied).store(off, std::memory_order_relaxed);
   }
   in->release();
-  lane.done = s.count;
+  lane.done = a.desc.count;
   return true;
+}
+
+void copyOut(const ActiveStep& a, char* dst, const void* from, size_t bytes) {
+  if (a.streamDst)
+    host::streamCopy(dst, from, bytes);
+  else
+    std::memcpy(dst, from, bytes);
 }
 
 }  // namespace
 
-bool progressLane(Lane& lane, ncclResult_t* err) {
-  while (!lane.finished() && lane.steps[lane.cur].count == lane.done) {
-    ++lane.cur;
-    lane.done = 0;
+bool progressLane(const Plan& plan, Lane& lane, ncclResult_t* err) {
+  if (!settle(plan, lane)) return false;
+  ActiveStep& a = lane.active;
+  const bool peerReads = a.desc.nSend == 1 && a.send[0]->end().peerReadsOurBuffers;
+  if (step::sendsZeroCopy(a.desc, peerReads)) return progressDirectSend(lane);
+  const size_t n = step::nextPiece(a.desc, lane.pieceBytes, a.elemBytes, lane.done);
+  const auto bytes = static_cast<uint32_t>(n * a.elemBytes);
+  switch (connectorsReady(plan, lane, bytes, err)) {
+    case Ready::No:
+    case Ready::Failed: return false;
+    case Ready::Descriptor: return receiveDirect(plan, lane, err);
+    case Ready::Yes: break;
   }
-  if (lane.finished()) return false;
-  HostStep& s = lane.steps[lane.cur];
-  if (s.direct && s.send[0]->end().peerReadsOurBuffers) return progressDirectSend(lane, s);
-  const size_t esz = typeSize(s.spec->type);
-  const size_t pieceElems = (s.nRecv + s.nSend) ? std::max<size_t>(1, lane.pieceBytes / esz) : s.count;
-  const size_t n = std::min(pieceElems, s.count - lane.done);
-  const uint32_t bytes = static_cast<uint32_t>(n * esz);
-  bool direct = false;
-  if (!connectorsReady(s, bytes, &direct, err)) return direct && receiveDirect(lane, s, err);
-
-  const size_t off = lane.done * esz;
-  const char* src = s.src ? s.src + off : nullptr;
-  char* dst = s.dst ? s.dst + off : nullptr;
+  const size_t off = lane.done * a.elemBytes;
+  const char* src = a.src ? a.src + off : nullptr;
+  char* dst = a.dst ? a.dst + off : nullptr;
   // Compute into the first send slot when there is one (it stays in cache for
   // the peer), else straight into the output.
-  char* target = s.nSend ? s.send[0]->slot() : dst;
-  if (s.streamDst && target == dst && s.nRecv == 1 && src == nullptr && !s.post) {
-    host::streamCopy(dst, s.recv[0]->slot(), bytes);  // a pure receive into a large output
+  char* target = a.desc.nSend ? a.send[0]->slot() : dst;
+  if (a.streamDst && target == dst && step::combineCase(a.desc) == Combine::Forward && !a.desc.post) {
+    host::streamCopy(dst, a.recv[0]->slot(), bytes);  // a pure receive into a large output
   } else {
-    combine(s, target, src, n);
-    if (dst != nullptr && dst != target) {
-      if (s.streamDst)
-        host::streamCopy(dst, target, bytes);
-      else
-        std::memcpy(dst, target, bytes);
-    }
+    combine(a, target, src, n);
+    if (dst != nullptr && dst != target) copyOut(a, dst, target, bytes);
   }
-  for (int i = 1; i < s.nSend; ++i) std::memcpy(s.send[i]->slot(), target, bytes);
-  for (int i = 0; i < s.nSend; ++i) s.send[i]->post(bytes);
-  for (int i = 0; i < s.nRecv; ++i) s.recv[i]->release();
+  for (int i = 1; i < a.desc.nSend; ++i) std::memcpy(a.send[i]->slot(), target, bytes);
+  for (int i = 0; i < a.desc.nSend; ++i) a.send[i]->post(bytes);
+  for (int i = 0; i < a.desc.nRecv; ++i) a.recv[i]->release();
   lane.done += n;
   return true;
+}
+
+// The step a lane waits on, or null when it has finished.
+const ActiveStep* waitingStep(const Plan& plan, Lane& lane) {
+  return settle(plan, lane) ? &lane.active : nullptr;
 }
 
 }  // namespace chorus

@@ -50,6 +50,6 @@ CHORUS_SCHED_FN size_t pieceCount(size_t count, size_t pieceElems) {
   return (count + pieceElems - 1) / pieceElems;
 }
 
-inline constexpr int mod(int a, int n) { return ((a % n) + n) % n; }
+CHORUS_SCHED_FN int mod(int a, int n) { return ((a % n) + n) % n; }
 
 }  // namespace chorus::sched

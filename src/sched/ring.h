@@ -35,6 +35,26 @@ enum class RingAction : uint8_t {
   CopySend,            // copy own input to output and forward it (AllGather's first step)
 };
 
+// What an action touches: the connectors, the local input and output, and
+// whether the local input is reduced in (PreMulSum applies) and the final
+// value produced (the average's division applies).
+struct RingActionShape {
+  bool recvs, sends, reduces, keeps, readsInput, divides;
+};
+
+CHORUS_SCHED_FN RingActionShape ringActionShape(RingAction a) {
+  RingActionShape s{};
+  s.recvs = a != RingAction::Send && a != RingAction::CopySend;
+  s.sends = a != RingAction::Recv && a != RingAction::RecvReduceCopy;
+  s.reduces = a == RingAction::Send || a == RingAction::RecvReduceSend || a == RingAction::RecvReduceCopy ||
+              a == RingAction::RecvReduceCopySend;
+  s.keeps = a == RingAction::RecvReduceCopy || a == RingAction::RecvReduceCopySend || a == RingAction::RecvCopySend ||
+            a == RingAction::Recv || a == RingAction::CopySend;
+  s.readsInput = s.reduces || a == RingAction::CopySend;
+  s.divides = a == RingAction::RecvReduceCopy || a == RingAction::RecvReduceCopySend;
+  return s;
+}
+
 struct RingStep {
   RingAction action;
   int chunk;  // which of the round's n chunks

@@ -20,7 +20,7 @@
 #include "graph/links.h"
 #include "graph/search.h"
 #include "graph/synthetic.h"
-#include "host/plan_builder.h"
+#include "plan/plan_builder.h"
 
 namespace chorus::test {
 namespace {
@@ -117,7 +117,7 @@ TEST(GraphPlans, HierPlanHasThreePhases) {
       [&](RankCtx& ctx) {
         ctx.comm->graph = graph;
         std::vector<float> in(4096, 1.0f), out(4096, 0.0f);
-        HostPlan plan;
+        Plan plan;
         plan.comm = ctx.comm;
         Task t;
         t.type = CollType::AllReduce;
@@ -135,9 +135,13 @@ TEST(GraphPlans, HierPlanHasThreePhases) {
         const size_t expectSteps = 2 * G + 2 * H - 1;
         if (plan.lanes.size() != static_cast<size_t>(channels))
           ctx.fail("rank %d: %zu lanes, expected %d", ctx.rank, plan.lanes.size(), channels);
-        for (const Lane& lane : plan.lanes)
-          if (lane.steps.size() != expectSteps)
-            ctx.fail("rank %d: %zu steps in a lane, expected %zu", ctx.rank, lane.steps.size(), expectSteps);
+        for (const Lane& lane : plan.lanes) {
+          size_t steps = 0;
+          for (const sched::Segment& seg : lane.segments) steps += sched::segmentSteps(seg);
+          if (lane.segments.size() != 1 || lane.segments[0].kind != sched::SegmentKind::Hier || steps != expectSteps)
+            ctx.fail("rank %d: %zu segments and %zu steps in a lane, expected one Hier segment of %zu", ctx.rank,
+                     lane.segments.size(), steps, expectSteps);
+        }
         // The inter-host steps talk to the same local position on the other host.
         const graph::HierLinks h = graph::hierLinks(*graph, 0, ctx.rank);
         if (graph->hostOfRank[h.interNext] == graph->hostOfRank[ctx.rank] ||

@@ -14,7 +14,7 @@
 #include "common/rank_runner.h"
 #include "core/comm.h"
 #include "gpu/lane_translate.h"
-#include "host/plan_builder.h"
+#include "plan/plan_builder.h"
 #include "unit/host_fifo_util.h"
 
 namespace chorus {
@@ -29,7 +29,7 @@ class LaneTranslate : public ::testing::Test {
   gpu::PositionFor positionFor = [this](const FifoEnd& e, bool sender) { return &positions[{e.ctl, sender}]; };
   float in[1024] = {}, out[1024] = {};
 
-  HostPlan plan;
+  Plan plan;
   Task& addTask(ncclDataType_t type, ReduceKind kind) {
     plan.tasks.emplace_back();
     plan.tasks.back().spec = ReduceSpec{type, kind, nullptr, 4};
@@ -286,7 +286,7 @@ TEST_P(LaneTranslateRealPlans, EveryRankTranslatesAndFifosPairUp) {
       [&](RankCtx& ctx) {
         const size_t count = 300001;  // several rounds and pieces, ragged
         std::vector<float> in(count * nranks, 1.0f), out(count * nranks, 0.0f);
-        HostPlan plan;
+        Plan plan;
         plan.comm = ctx.comm;
         Task t;
         t.type = coll;

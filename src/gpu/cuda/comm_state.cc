@@ -15,6 +15,7 @@
 #include "gpu/launch_policy.h"
 #include "kernels/common/direct_slot.h"
 #include "kernels/launch.h"
+#include "plan/lane_failure.h"
 
 namespace chorus::gpu {
 namespace {
@@ -190,39 +191,15 @@ ncclResult_t commPollError(ncclComm* comm) {
   const int32_t status = rec->status;
   if (status == 0) return ncclSuccess;
   std::atomic_thread_fence(std::memory_order_acquire);
-  const int lane = rec->lane, peer = rec->peer;
-  const uint32_t detail = rec->detail;
-  ncclResult_t code = ncclRemoteError;
-  char msg[320];
-  switch (static_cast<dev::LaneStatus>(status)) {
-    case dev::LaneStatus::Aborted:
-      code = ncclInvalidUsage;
-      snprintf(msg, sizeof(msg), "rank %d: GPU kernel stopped by ncclCommAbort (lane %d, waiting on rank %d)",
-               comm->id.rank, lane, peer);
-      break;
-    case dev::LaneStatus::TimedOut:
-      snprintf(msg, sizeof(msg),
-               "rank %d: GPU kernel made no progress for %lld ms waiting on peer rank %d (lane %d); the peer is "
-               "stuck, dead or did not make the matching call (CHORUS_TIMEOUT_MS)",
-               comm->id.rank, static_cast<long long>(comm->config.timeoutMs), peer, lane);
-      break;
-    case dev::LaneStatus::SizeMismatch:
-      code = ncclInvalidUsage;
-      if (detail == kDirectSlotMarker)
-        snprintf(msg, sizeof(msg),
-                 "rank %d: peer rank %d sent a zero-copy message where this rank expected a piece of another step "
-                 "(lane %d): the ranks called mismatched operations or counts",
-                 comm->id.rank, peer, lane);
-      else
-        snprintf(msg, sizeof(msg),
-                 "rank %d: peer rank %d sent %u bytes where this rank expected a different piece (lane %d): the "
-                 "ranks called mismatched operations or counts",
-                 comm->id.rank, peer, detail, lane);
-      break;
-    default:
-      code = ncclInternalError;
-      snprintf(msg, sizeof(msg), "rank %d: GPU kernel reported unknown status %d", comm->id.rank, status);
-  }
+  step::LaneFailure f;
+  f.status = status;
+  f.lane = rec->lane;
+  f.peer = rec->peer;
+  f.detail = rec->detail;
+  f.received = rec->received;
+  f.expected = rec->expected;
+  char msg[384];
+  const ncclResult_t code = describeLaneFailure(f, comm->id.rank, comm->config.timeoutMs, msg, sizeof(msg));
   if (!st.errorReported.exchange(true)) CHORUS_WARN(kLogColl, "%s", msg);
   commSetError(comm, code, msg);
   return fail(code, "%s", msg);

@@ -71,7 +71,7 @@ struct CommState {
   bool busy();
 };
 
-// The translated launches of a plan (HostPlan::deviceForm).
+// The translated launches of a plan (Plan::deviceForm).
 struct DeviceForm;
 
 }  // namespace chorus::gpu

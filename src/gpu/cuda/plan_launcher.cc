@@ -1,4 +1,4 @@
-// The GPU executor's launch path: a rank's HostPlan becomes one or more lane
+// The GPU executor's launch path: a rank's Plan becomes one or more lane
 // kernel launches on the caller's stream (CUDA builds only).
 //
 // The plan is translated once (src/gpu/lane_translate.h) and the result kept
@@ -61,7 +61,7 @@ ncclResult_t checkLaunchable(const ncclComm* comm, const CommState& st, const La
   return ncclSuccess;
 }
 
-ncclResult_t deviceFormOf(HostPlan& plan, CommState& st, const DeviceForm** out) {
+ncclResult_t deviceFormOf(Plan& plan, CommState& st, const DeviceForm** out) {
   if (plan.deviceForm) {
     *out = static_cast<const DeviceForm*>(plan.deviceForm.get());
     return ncclSuccess;
@@ -114,7 +114,7 @@ ncclResult_t trackLaunch(CommState& st, cudaStream_t stream, bool inCapture) {
   return ncclSuccess;
 }
 
-ncclResult_t launchOne(HostPlan& plan, cudaStream_t stream) {
+ncclResult_t launchOne(Plan& plan, cudaStream_t stream) {
   ncclComm* comm = plan.comm;
   CommState& st = *comm->gpu;
   const DeviceForm* form = static_cast<const DeviceForm*>(plan.deviceForm.get());
@@ -124,8 +124,9 @@ ncclResult_t launchOne(HostPlan& plan, cudaStream_t stream) {
   for (const LaunchArrays& la : form->launches) {
     dev::LaneLaunch L = la.header;
     L.lanes = la.lanes.data();
-    L.steps = la.steps.data();
+    L.segments = la.segments.data();
     L.fifos = la.fifos.data();
+    L.rankTable = la.rankTable.data();
     if (la.scalarOnHost) {
       std::memcpy(&L.scalarBits, la.header.scalar, typeSize(la.header.type));
       L.scalar = nullptr;
@@ -137,7 +138,7 @@ ncclResult_t launchOne(HostPlan& plan, cudaStream_t stream) {
     const cudaError_t err = dev::launchLanes(L, stream);
     if (err != cudaSuccess) {
       res = fail(err == cudaErrorInvalidValue ? ncclInternalError : ncclUnhandledCudaError,
-                 "rank %d: lane kernel launch (%d lanes, %d steps) failed: %s: %s", comm->id.rank, L.nLanes, L.nSteps,
+                 "rank %d: lane kernel launch (%d lanes, %d segments) failed: %s: %s", comm->id.rank, L.nLanes, L.nSegments,
                  cudaGetErrorName(err), cudaGetErrorString(err));
       break;
     }
@@ -180,7 +181,7 @@ bool blocking(cudaStream_t s) {
 
 // Ranks of one GPU launched by this thread must not serialize
 // (launch_policy.h has the rules).
-ncclResult_t checkConcurrentStreams(std::span<HostPlan* const> plans,
+ncclResult_t checkConcurrentStreams(std::span<Plan* const> plans,
                                     std::span<const std::vector<cudaStream_t>> streams) {
   std::vector<StreamUse> uses(plans.size());
   for (size_t i = 0; i < plans.size(); ++i) {
@@ -207,7 +208,7 @@ void warnLegacyStream(const ncclComm* comm, cudaStream_t stream) {
 
 }  // namespace
 
-ncclResult_t launchPlans(std::span<HostPlan* const> plans, std::span<const std::vector<cudaStream_t>> streams) {
+ncclResult_t launchPlans(std::span<Plan* const> plans, std::span<const std::vector<cudaStream_t>> streams) {
   if (plans.size() != streams.size())
     return fail(ncclInternalError, "launchPlans: %zu plans, %zu stream lists", plans.size(), streams.size());
   for (size_t i = 0; i < plans.size(); ++i) {
@@ -218,14 +219,14 @@ ncclResult_t launchPlans(std::span<HostPlan* const> plans, std::span<const std::
   // Translate (and allocate position counters for) every plan before the
   // first launch: nothing that might wait for the device runs between the
   // launches of ranks that wait for each other.
-  for (HostPlan* plan : plans) {
+  for (Plan* plan : plans) {
     DeviceScope scope(plan->comm->gpu->device);
     CHORUS_CUDA_CHECK(scope.status());
     const DeviceForm* form = nullptr;
     CHORUS_CHECK(deviceFormOf(*plan, *plan->comm->gpu, &form));
   }
   for (size_t i = 0; i < plans.size(); ++i) {
-    HostPlan& plan = *plans[i];
+    Plan& plan = *plans[i];
     DeviceScope scope(plan.comm->gpu->device);
     CHORUS_CUDA_CHECK(scope.status());
     warnLegacyStream(plan.comm, streams[i][0]);

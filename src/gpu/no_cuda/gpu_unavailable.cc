@@ -50,7 +50,7 @@ ncclResult_t commDrain(ncclComm*) { return ncclSuccess; }
 ncclResult_t commPollError(ncclComm*) { return ncclSuccess; }
 void commSignalAbort(ncclComm*) {}
 
-ncclResult_t launchPlans(std::span<HostPlan* const>, std::span<const std::vector<cudaStream_t>>) {
+ncclResult_t launchPlans(std::span<Plan* const>, std::span<const std::vector<cudaStream_t>>) {
   return unavailable("GPU kernel launch");
 }
 

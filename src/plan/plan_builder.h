@@ -1,13 +1,14 @@
-// Turns a rank's tasks into a HostPlan: tuner decision per task, then the
+// Turns a rank's tasks into a Plan: tuner decision per task, then the
 // schedule from src/sched/ expanded into lanes of steps, requesting the
 // connectors each step needs from the communicator's connection table.
 #pragma once
 
 #include <map>
 #include <tuple>
+#include <unordered_map>
 
 #include "graph/comm_graph.h"
-#include "host/host_plan.h"
+#include "plan/plan.h"
 #include "sched/ring.h"
 #include "transport/connection_table.h"
 #include "tune/tuner.h"
@@ -25,14 +26,22 @@ struct RingOrder {
 
 class PlanBuilder {
  public:
-  PlanBuilder(ncclComm* comm, HostPlan* plan);
+  PlanBuilder(ncclComm* comm, Plan* plan);
   // Builds lanes for every task in plan->tasks.
   ncclResult_t build();
 
   // Used by the per-algorithm expanders (plan_ring.cc, plan_tree.cc, plan_p2p.cc).
   Lane& lane(ConnClass cls, Proto proto, int channel, int peer = -1, bool sendSide = false);
-  ncclResult_t recvFrom(ConnClass cls, Proto proto, int channel, int peer, RecvConnector** out);
-  ncclResult_t sendTo(ConnClass cls, Proto proto, int channel, int peer, SendConnector** out);
+  // The id (Segment::conn) of a connector, requested from the connection table.
+  ncclResult_t recvFrom(ConnClass cls, Proto proto, int channel, int peer, int16_t* id);
+  ncclResult_t sendTo(ConnClass cls, Proto proto, int channel, int peer, int16_t* id);
+  // A segment for task `t`, with its buffers; the caller sets the rest.
+  sched::Segment segment(const Task& t, sched::SegmentKind kind) const;
+  // A Single segment of task `t` whose only input is `src` (with PreMulSum
+  // applied if pre) and only output `dst` (either may be null).
+  sched::Segment local(const Task& t, const void* src, void* dst, size_t count, bool pre, bool post) const;
+  // Appends a ring order to the plan's rank table; returns its index.
+  int32_t addRingTable(const RingOrder& ring);
   uint32_t slotBytes(Proto p) const;
   uint32_t nslots() const;
   // Whether a send of [p, p + bytes) may go zero-copy: the range is
@@ -47,11 +56,13 @@ class PlanBuilder {
   ncclResult_t expand(const Task& task, const TuneDecision& d);
   ncclResult_t pairSelfCopies();
   void markStreamingOutputs();
+  int16_t connId(RecvConnector* recv, SendConnector* send);
 
   ncclComm* comm_;
-  HostPlan* plan_;
+  Plan* plan_;
   std::map<std::tuple<int, int, int, int, int>, size_t> laneIndex_;
   std::vector<const Task*> selfSends_, selfRecvs_;
+  std::unordered_map<const void*, int16_t> connIds_;
 };
 
 // Per-algorithm expanders.
@@ -63,15 +74,9 @@ ncclResult_t expandP2P(PlanBuilder& b, const Task& t, std::vector<const Task*>* 
                        std::vector<const Task*>* selfRecvs);
 ncclResult_t expandLocal(PlanBuilder& b, const Task& t);
 
-// The step a ring schedule's `action` makes on one chunk: which connectors it
-// uses and whether it reads `src`, writes `dst`, pre-multiplies, divides.
-HostStep ringActionStep(const Task& t, sched::RingAction action, RecvConnector* recv, SendConnector* send,
-                        const char* src, char* dst, size_t count);
-
 // Elements of one ring chunk: half a FIFO, so a step never waits for room.
 size_t ringChunkElems(const PlanBuilder& b, Proto proto, size_t esz);
 
-// A step whose only input is `src` (with PreMulSum applied if pre) and only output `dst`.
-HostStep localStep(const Task& t, const char* src, char* dst, size_t count, bool pre, bool post);
+
 
 }  // namespace chorus

@@ -11,48 +11,41 @@
 // of a single host along its ring); without a graph, over rank indices.
 #include "core/result.h"
 #include "graph/links.h"
-#include "host/plan_builder.h"
+#include "plan/plan_builder.h"
 #include "sched/tree.h"
 
 namespace chorus {
 namespace {
 
 ncclResult_t treeHalf(PlanBuilder& b, const Task& t, const TuneDecision& d, int ch, int tree, sched::Range range) {
-  const size_t esz = typeSize(t.dtype);
   const int chId = ch * 2 + tree;
   const graph::CommGraph* g = b.graph();
   const sched::TreeLinks L =
       g ? graph::treeLinks(*g, ch, tree, b.rank()) : sched::treeLinks(b.rank(), b.nranks(), tree);
-  const char* src = static_cast<const char*>(t.sendbuff) + range.begin * esz;
-  char* dst = static_cast<char*>(t.recvbuff) + range.begin * esz;
 
-  HostStep up;
-  up.spec = &t.spec;
-  up.count = range.count;
-  up.src = src;
-  up.preSrc = true;
-  for (int i = 0; i < L.nChildren; ++i)
-    CHORUS_CHECK(b.recvFrom(ConnClass::TreeUp, d.proto, chId, L.children[i], &up.recv[up.nRecv++]));
+  // Reduce-up: children's pieces and the local input, to the parent.
+  sched::Segment up = b.local(t, t.sendbuff, nullptr, range.count, true, false);
+  up.begin = range.begin;
+  for (int i = 0; i < L.nChildren; ++i) CHORUS_CHECK(b.recvFrom(ConnClass::TreeUp, d.proto, chId, L.children[i], &up.conn[i]));
 
   if (L.parent < 0) {  // root: reduce, keep, send down
-    up.dst = dst;
-    up.post = true;
+    up.dst = t.recvbuff;
+    up.flags |= sched::kSegHasDst | sched::kSegPost;
     for (int i = 0; i < L.nChildren; ++i)
-      CHORUS_CHECK(b.sendTo(ConnClass::TreeDown, d.proto, chId, L.children[i], &up.send[up.nSend++]));
-    b.lane(ConnClass::TreeUp, d.proto, chId).steps.push_back(up);
+      CHORUS_CHECK(b.sendTo(ConnClass::TreeDown, d.proto, chId, L.children[i], &up.conn[2 + i]));
+    b.lane(ConnClass::TreeUp, d.proto, chId).segments.push_back(up);
     return ncclSuccess;
   }
-  CHORUS_CHECK(b.sendTo(ConnClass::TreeUp, d.proto, chId, L.parent, &up.send[up.nSend++]));
-  b.lane(ConnClass::TreeUp, d.proto, chId).steps.push_back(up);
+  CHORUS_CHECK(b.sendTo(ConnClass::TreeUp, d.proto, chId, L.parent, &up.conn[2]));
+  b.lane(ConnClass::TreeUp, d.proto, chId).segments.push_back(up);
 
-  HostStep down;
-  down.spec = &t.spec;
-  down.count = range.count;
-  down.dst = dst;
-  CHORUS_CHECK(b.recvFrom(ConnClass::TreeDown, d.proto, chId, L.parent, &down.recv[down.nRecv++]));
+  // Broadcast-down: the parent's result to the output and the children.
+  sched::Segment down = b.local(t, nullptr, t.recvbuff, range.count, false, false);
+  down.begin = range.begin;
+  CHORUS_CHECK(b.recvFrom(ConnClass::TreeDown, d.proto, chId, L.parent, &down.conn[0]));
   for (int i = 0; i < L.nChildren; ++i)
-    CHORUS_CHECK(b.sendTo(ConnClass::TreeDown, d.proto, chId, L.children[i], &down.send[down.nSend++]));
-  b.lane(ConnClass::TreeDown, d.proto, chId).steps.push_back(down);
+    CHORUS_CHECK(b.sendTo(ConnClass::TreeDown, d.proto, chId, L.children[i], &down.conn[2 + i]));
+  b.lane(ConnClass::TreeDown, d.proto, chId).segments.push_back(down);
   return ncclSuccess;
 }
 

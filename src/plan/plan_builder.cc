@@ -1,4 +1,4 @@
-#include "host/plan_builder.h"
+#include "plan/plan_builder.h"
 
 #include <algorithm>
 
@@ -7,17 +7,21 @@
 
 namespace chorus {
 
-PlanBuilder::PlanBuilder(ncclComm* comm, HostPlan* plan) : comm_(comm), plan_(plan) {}
+PlanBuilder::PlanBuilder(ncclComm* comm, Plan* plan) : comm_(comm), plan_(plan) {}
 
 int PlanBuilder::rank() const { return comm_->id.rank; }
 int PlanBuilder::nranks() const { return comm_->id.nranks; }
+
 uint32_t PlanBuilder::slotBytes(Proto p) const {
   return p == Proto::LL ? comm_->config.llSlotBytes : comm_->config.slotBytes;
 }
+
 uint32_t PlanBuilder::nslots() const { return comm_->config.nslots; }
+
 bool PlanBuilder::zeroCopySource(const void* p, size_t bytes) const {
   return comm_->config.localRegister && bytes > 0 && comm_->registrations.covers(p, bytes);
 }
+
 const graph::CommGraph* PlanBuilder::graph() const {
   const graph::CommGraph* g = comm_->graph.get();
   return g != nullptr && g->nranks == nranks() && g->nchannels() > 0 ? g : nullptr;
@@ -41,31 +45,61 @@ Lane& PlanBuilder::lane(ConnClass cls, Proto proto, int channel, int peer, bool 
   return plan_->lanes.back();
 }
 
-ncclResult_t PlanBuilder::recvFrom(ConnClass cls, Proto proto, int channel, int peer, RecvConnector** out) {
-  ConnKey key{cls, static_cast<uint8_t>(proto), static_cast<uint16_t>(channel), peer};
-  return comm_->conns->requestRecv(key, slotBytes(proto), nslots(), out);
+int16_t PlanBuilder::connId(RecvConnector* recv, SendConnector* send) {
+  const void* key = recv ? static_cast<const void*>(recv) : static_cast<const void*>(send);
+  auto it = connIds_.find(key);
+  if (it != connIds_.end()) return it->second;
+  const auto id = static_cast<int16_t>(plan_->conns.size());
+  plan_->conns.push_back(ConnRef{recv, send});
+  connIds_[key] = id;
+  return id;
 }
 
-ncclResult_t PlanBuilder::sendTo(ConnClass cls, Proto proto, int channel, int peer, SendConnector** out) {
+ncclResult_t PlanBuilder::recvFrom(ConnClass cls, Proto proto, int channel, int peer, int16_t* id) {
   ConnKey key{cls, static_cast<uint8_t>(proto), static_cast<uint16_t>(channel), peer};
-  return comm_->conns->requestSend(key, slotBytes(proto), nslots(), out);
+  RecvConnector* c = nullptr;
+  CHORUS_CHECK(comm_->conns->requestRecv(key, slotBytes(proto), nslots(), &c));
+  *id = connId(c, nullptr);
+  return ncclSuccess;
 }
 
-HostStep localStep(const Task& t, const char* src, char* dst, size_t count, bool pre, bool post) {
-  HostStep s;
-  s.src = src;
-  s.dst = dst;
-  s.count = count;
-  s.preSrc = pre;
-  s.post = post;
-  s.spec = &t.spec;
+ncclResult_t PlanBuilder::sendTo(ConnClass cls, Proto proto, int channel, int peer, int16_t* id) {
+  ConnKey key{cls, static_cast<uint8_t>(proto), static_cast<uint16_t>(channel), peer};
+  SendConnector* c = nullptr;
+  CHORUS_CHECK(comm_->conns->requestSend(key, slotBytes(proto), nslots(), &c));
+  *id = connId(nullptr, c);
+  return ncclSuccess;
+}
+
+sched::Segment PlanBuilder::segment(const Task& t, sched::SegmentKind kind) const {
+  sched::Segment s;
+  s.kind = kind;
+  s.task = static_cast<uint16_t>(&t - plan_->tasks.data());
+  s.src = t.sendbuff;
+  s.dst = t.recvbuff;
   return s;
 }
 
+sched::Segment PlanBuilder::local(const Task& t, const void* src, void* dst, size_t count, bool pre,
+                                  bool post) const {
+  sched::Segment s = segment(t, sched::SegmentKind::Single);
+  s.src = src;
+  s.dst = dst;
+  s.count = count;
+  s.flags = static_cast<uint8_t>((src ? sched::kSegHasSrc : 0) | (dst ? sched::kSegHasDst : 0) |
+                                 (pre ? sched::kSegPreSrc : 0) | (post ? sched::kSegPost : 0));
+  return s;
+}
+
+int32_t PlanBuilder::addRingTable(const RingOrder& ring) {
+  if (ring.order == nullptr) return -1;
+  const auto at = static_cast<int32_t>(plan_->rankTable.size());
+  for (int p = 0; p < nranks(); ++p) plan_->rankTable.push_back(ring.at(p));
+  return at;
+}
+
 ncclResult_t PlanBuilder::expand(const Task& task, const TuneDecision& d) {
-  if (task.type == CollType::Send || task.type == CollType::Recv || task.type == CollType::AlltoAll ||
-      task.type == CollType::Gather || task.type == CollType::Scatter)
-    return expandP2P(*this, task, &selfSends_, &selfRecvs_);
+  if (isPointToPoint(task.type)) return expandP2P(*this, task, &selfSends_, &selfRecvs_);
   if (nranks() == 1) return expandLocal(*this, task);
   if (d.algo == Algo::Tree) return expandTree(*this, task, d);
   if (d.algo == Algo::Direct) return expandDirect(*this, task, d);
@@ -74,7 +108,8 @@ ncclResult_t PlanBuilder::expand(const Task& task, const TuneDecision& d) {
 }
 
 // A send to self and a receive from self pair up in call order, like any
-// other send/receive pair, and become one local copy.
+// other send/receive pair, and become one local copy, as bytes (the two
+// sides may name different but same-sized types).
 ncclResult_t PlanBuilder::pairSelfCopies() {
   if (selfSends_.size() != selfRecvs_.size())
     return fail(ncclInvalidUsage, "rank %d: %zu sends to itself but %zu receives from itself in one group", rank(),
@@ -86,13 +121,8 @@ ncclResult_t PlanBuilder::pairSelfCopies() {
       return fail(ncclInvalidUsage, "rank %d: send to itself of %zu bytes does not match receive of %zu bytes", rank(),
                   s.count * typeSize(s.dtype), r.count * typeSize(r.dtype));
     if (s.count == 0) continue;
-    // Copy as bytes (the two sides may name different but same-sized types).
-    Task& owner = const_cast<Task&>(r);
-    owner.spec.type = ncclUint8;
-    owner.spec.kind = ReduceKind::Sum;
-    HostStep step = localStep(owner, static_cast<const char*>(s.sendbuff), static_cast<char*>(r.recvbuff),
-                              r.count * typeSize(r.dtype), false, false);
-    lane(ConnClass::P2P, Proto::Simple, 0, rank(), false).steps.push_back(step);
+    const sched::Segment copy = local(r, s.sendbuff, r.recvbuff, r.count, false, false);
+    lane(ConnClass::P2P, Proto::Simple, 0, rank(), false).segments.push_back(sched::asBytes(copy, typeSize(r.dtype)));
   }
   return ncclSuccess;
 }
@@ -103,18 +133,18 @@ ncclResult_t PlanBuilder::pairSelfCopies() {
 constexpr size_t kStreamOutputBytes = 4u << 20;
 
 void PlanBuilder::markStreamingOutputs() {
-  std::vector<const ReduceSpec*> large;
-  for (const Task& t : plan_->tasks)
-    if (taskBytes(t, nranks()) >= kStreamOutputBytes) large.push_back(&t.spec);
-  if (large.empty()) return;
   for (Lane& lane : plan_->lanes)
-    for (HostStep& s : lane.steps)
-      s.streamDst = s.dst != nullptr && std::find(large.begin(), large.end(), s.spec) != large.end();
+    for (sched::Segment& s : lane.segments)
+      if (taskBytes(plan_->tasks[s.task], nranks()) >= kStreamOutputBytes)
+        s.flags = static_cast<uint8_t>(s.flags | sched::kSegStream);
 }
 
 ncclResult_t PlanBuilder::build() {
   plan_->estimatedUs = 0;
   plan_->registrationEpoch = comm_->registrations.epoch();  // before any covers(): a later change only rebuilds
+  if (plan_->tasks.size() > UINT16_MAX)
+    return fail(ncclInvalidUsage, "rank %d: a group of %zu operations; at most %u fit one plan", rank(),
+                plan_->tasks.size(), static_cast<unsigned>(UINT16_MAX));
   for (const Task& task : plan_->tasks) {
     TuneDecision d;
     CHORUS_CHECK(tuneTask(task, nranks(), comm_->config, graph(), &d));
@@ -127,12 +157,23 @@ ncclResult_t PlanBuilder::build() {
 }
 
 ncclResult_t expandLocal(PlanBuilder& b, const Task& t) {
-  const char* src = static_cast<const char*>(t.sendbuff);
-  char* dst = static_cast<char*>(t.recvbuff);
   const bool reduces = t.type == CollType::AllReduce || t.type == CollType::Reduce || t.type == CollType::ReduceScatter;
-  if (t.count == 0 || (src == dst && !reduces)) return ncclSuccess;
-  b.lane(ConnClass::Ring, Proto::Simple, 0).steps.push_back(localStep(t, src, dst, t.count, reduces, reduces));
+  if (t.count == 0 || (t.sendbuff == t.recvbuff && !reduces)) return ncclSuccess;
+  b.lane(ConnClass::Ring, Proto::Simple, 0).segments.push_back(
+      b.local(t, t.sendbuff, t.recvbuff, t.count, reduces, reduces));
   return ncclSuccess;
+}
+
+const ReduceSpec& segmentSpec(const Plan& plan, const sched::Segment& s) {
+  static const ReduceSpec kBytes{ncclUint8, ReduceKind::Sum, nullptr, 1, false};
+  return (s.flags & sched::kSegBytes) ? kBytes : plan.tasks[s.task].spec;
+}
+
+size_t planFootprintBytes(const Plan& plan) {
+  size_t bytes = sizeof(Plan) + plan.tasks.size() * sizeof(Task) + plan.conns.size() * sizeof(ConnRef) +
+                 plan.rankTable.size() * sizeof(int32_t);
+  for (const Lane& lane : plan.lanes) bytes += sizeof(Lane) + lane.segments.size() * sizeof(sched::Segment);
+  return bytes;
 }
 
 }  // namespace chorus

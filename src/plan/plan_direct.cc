@@ -9,7 +9,7 @@
 #include <algorithm>
 
 #include "core/result.h"
-#include "host/plan_builder.h"
+#include "plan/plan_builder.h"
 
 namespace chorus {
 
@@ -18,23 +18,12 @@ ncclResult_t expandDirect(PlanBuilder& b, const Task& t, const TuneDecision& d) 
     return fail(ncclInternalError, "direct schedule requested for %s on %d ranks", collName(t.type), b.nranks());
   const int peer = 1 - b.rank();
   const size_t esz = typeSize(t.dtype);
-  const size_t chunk = std::max<size_t>(1, b.slotBytes(d.proto) / esz) * std::max<uint32_t>(1, b.nslots() / 2);
-  Lane& lane = b.lane(ConnClass::Direct, d.proto, 0, peer);
-  RecvConnector* recv = nullptr;
-  SendConnector* send = nullptr;
-  CHORUS_CHECK(b.recvFrom(ConnClass::Direct, d.proto, 0, peer, &recv));
-  CHORUS_CHECK(b.sendTo(ConnClass::Direct, d.proto, 0, peer, &send));
-  const char* src = static_cast<const char*>(t.sendbuff);
-  char* dst = static_cast<char*>(t.recvbuff);
-  for (size_t off = 0; off < t.count; off += chunk) {
-    const size_t n = std::min(chunk, t.count - off);
-    HostStep out = localStep(t, src + off * esz, nullptr, n, true, false);
-    out.send[out.nSend++] = send;
-    HostStep in = localStep(t, src + off * esz, dst + off * esz, n, true, true);
-    in.recv[in.nRecv++] = recv;
-    lane.steps.push_back(out);
-    lane.steps.push_back(in);
-  }
+  sched::Segment s = b.segment(t, sched::SegmentKind::DirectPair);
+  s.count = t.count;
+  s.roundElems = std::max<size_t>(1, b.slotBytes(d.proto) / esz) * std::max<uint32_t>(1, b.nslots() / 2);
+  CHORUS_CHECK(b.recvFrom(ConnClass::Direct, d.proto, 0, peer, &s.conn[0]));
+  CHORUS_CHECK(b.sendTo(ConnClass::Direct, d.proto, 0, peer, &s.conn[1]));
+  if (s.count > 0) b.lane(ConnClass::Direct, d.proto, 0, peer).segments.push_back(s);
   return ncclSuccess;
 }
 

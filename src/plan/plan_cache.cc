@@ -1,4 +1,4 @@
-#include "host/plan_cache.h"
+#include "plan/plan_cache.h"
 
 namespace chorus {
 
@@ -8,7 +8,7 @@ bool sameTask(const Task& a, const Task& b) {
          a.spec.kind == b.spec.kind && a.spec.scalar == b.spec.scalar && a.spec.divisor == b.spec.divisor;
 }
 
-HostPlan* PlanCache::find(std::span<const Task> tasks, uint64_t registrationEpoch) {
+Plan* PlanCache::find(std::span<const Task> tasks, uint64_t registrationEpoch) {
   for (auto it = plans_.begin(); it != plans_.end(); ++it) {
     const std::vector<Task>& cached = (*it)->tasks;
     if (cached.size() != tasks.size() || (*it)->registrationEpoch != registrationEpoch) continue;
@@ -16,18 +16,14 @@ HostPlan* PlanCache::find(std::span<const Task> tasks, uint64_t registrationEpoc
     for (size_t i = 0; i < tasks.size() && same; ++i) same = sameTask(cached[i], tasks[i]);
     if (!same) continue;
     if (it != plans_.begin()) plans_.splice(plans_.begin(), plans_, it);
-    HostPlan* plan = plans_.front().get();
-    for (Lane& lane : plan->lanes) {
-      lane.cur = 0;
-      lane.done = 0;
-      lane.awaitingReader = false;
-    }
+    Plan* plan = plans_.front().get();
+    for (Lane& lane : plan->lanes) lane.rewind();
     return plan;
   }
   return nullptr;
 }
 
-HostPlan* PlanCache::insert(std::unique_ptr<HostPlan> plan) {
+Plan* PlanCache::insert(std::unique_ptr<Plan> plan) {
   plans_.push_front(std::move(plan));
   if (plans_.size() > kCapacity) plans_.pop_back();
   return plans_.front().get();

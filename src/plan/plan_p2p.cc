@@ -5,38 +5,31 @@
 // registered buffers are marked direct: zero-copy where the connector allows
 // it (kernels/common/direct_slot.h).
 #include "core/result.h"
-#include "host/plan_builder.h"
+#include "plan/plan_builder.h"
 
 namespace chorus {
 namespace {
 
 ncclResult_t addSend(PlanBuilder& b, const Task& t, int peer, const char* src, size_t count) {
   if (count == 0) return ncclSuccess;
-  HostStep s;
-  s.spec = &t.spec;
-  s.count = count;
-  s.src = src;
-  s.direct = b.zeroCopySource(src, count * typeSize(t.dtype));
-  CHORUS_CHECK(b.sendTo(ConnClass::P2P, Proto::Simple, 0, peer, &s.send[s.nSend++]));
-  b.lane(ConnClass::P2P, Proto::Simple, 0, peer, true).steps.push_back(s);
+  sched::Segment s = b.local(t, src, nullptr, count, false, false);
+  if (b.zeroCopySource(src, count * typeSize(t.dtype))) s.flags |= sched::kSegDirect;
+  CHORUS_CHECK(b.sendTo(ConnClass::P2P, Proto::Simple, 0, peer, &s.conn[2]));
+  b.lane(ConnClass::P2P, Proto::Simple, 0, peer, true).segments.push_back(s);
   return ncclSuccess;
 }
 
 ncclResult_t addRecv(PlanBuilder& b, const Task& t, int peer, char* dst, size_t count) {
   if (count == 0) return ncclSuccess;
-  HostStep s;
-  s.spec = &t.spec;
-  s.count = count;
-  s.dst = dst;
-  CHORUS_CHECK(b.recvFrom(ConnClass::P2P, Proto::Simple, 0, peer, &s.recv[s.nRecv++]));
-  b.lane(ConnClass::P2P, Proto::Simple, 0, peer, false).steps.push_back(s);
+  sched::Segment s = b.local(t, nullptr, dst, count, false, false);
+  CHORUS_CHECK(b.recvFrom(ConnClass::P2P, Proto::Simple, 0, peer, &s.conn[0]));
+  b.lane(ConnClass::P2P, Proto::Simple, 0, peer, false).segments.push_back(s);
   return ncclSuccess;
 }
 
 void addLocalCopy(PlanBuilder& b, const Task& t, const char* src, char* dst, size_t count) {
   if (count == 0 || src == dst) return;
-  b.lane(ConnClass::P2P, Proto::Simple, 0, b.rank(), false)
-      .steps.push_back(localStep(t, src, dst, count, false, false));
+  b.lane(ConnClass::P2P, Proto::Simple, 0, b.rank(), false).segments.push_back(b.local(t, src, dst, count, false, false));
 }
 
 }  // namespace

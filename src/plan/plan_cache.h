@@ -10,7 +10,7 @@
 #include <span>
 #include <vector>
 
-#include "host/host_plan.h"
+#include "plan/plan.h"
 
 namespace chorus {
 
@@ -18,13 +18,13 @@ class PlanCache {
  public:
   // A ready-to-run plan for exactly these tasks, built while the
   // communicator's registrations were at `registrationEpoch`, or nullptr.
-  HostPlan* find(std::span<const Task> tasks, uint64_t registrationEpoch);
+  Plan* find(std::span<const Task> tasks, uint64_t registrationEpoch);
   // Takes ownership; evicts the least recently used plan beyond capacity.
-  HostPlan* insert(std::unique_ptr<HostPlan> plan);
+  Plan* insert(std::unique_ptr<Plan> plan);
 
  private:
   static constexpr size_t kCapacity = 16;
-  std::list<std::unique_ptr<HostPlan>> plans_;  // most recent first
+  std::list<std::unique_ptr<Plan>> plans_;  // most recent first
 };
 
 bool sameTask(const Task& a, const Task& b);

@@ -1,0 +1,174 @@
+// The rules of a step, written once for both executors: progressLane() of
+// the host executor (src/host/step_exec.cc) and the lane kernel
+// (kernels/colls/lane_kernel.cuh) call these functions and nothing else to
+// decide
+//   * how many elements the next piece of a step moves,
+//   * which combination a step computes (five cases below),
+//   * what a received slot holds: the expected piece, a zero-copy
+//     descriptor, or a mismatch between the ranks' calls,
+//   * whether a send goes zero-copy, how a zero-copy receive is checked and
+//     chunked (kernels/common/direct_slot.h),
+//   * and how a failure becomes a status record.
+// What stays executor-specific is only how bytes move: a CPU loop with SIMD
+// functors, or a thread block with vectorized loads, the LL protocol's flag
+// lines and memory fences. So every decision the kernel takes is exercised
+// by the host-mode tests.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/common/compiler.h"
+#include "kernels/common/direct_slot.h"
+#include "sched/segment.h"
+
+namespace chorus::step {
+
+using sched::StepDesc;
+using sched::StepInput;
+
+CHORUS_HD CHORUS_INLINE bool hasOutput(const StepDesc& s) { return s.dstOff != sched::kNoBuffer; }
+CHORUS_HD CHORUS_INLINE bool hasInput(const StepDesc& s) { return s.input != StepInput::None; }
+CHORUS_HD CHORUS_INLINE bool movesData(const StepDesc& s) { return s.nRecv + s.nSend > 0; }
+
+// --- piece sizing -------------------------------------------------------------
+
+// Elements per piece of a step: one connector slot's payload when the step
+// moves data (at least one element), the whole step when it is local.
+CHORUS_HD CHORUS_INLINE uint64_t pieceElems(const StepDesc& s, uint32_t pieceBytes, uint32_t elemBytes) {
+  if (!movesData(s)) return s.count;
+  const uint64_t per = pieceBytes / elemBytes;
+  return per > 0 ? per : 1;
+}
+
+// Elements of the piece that starts `done` elements into the step.
+CHORUS_HD CHORUS_INLINE uint64_t nextPiece(const StepDesc& s, uint32_t pieceBytes, uint32_t elemBytes, uint64_t done) {
+  const uint64_t per = pieceElems(s, pieceBytes, elemBytes), left = s.count - done;
+  return per < left ? per : left;
+}
+
+// --- the combination ----------------------------------------------------------
+
+// What a step computes into its target, with r0, r1 the received pieces and
+// `in` the local input (PreMulSum's scalar applied when preSrc) and `post`
+// the average's division applied once to the final value:
+enum class Combine : uint8_t {
+  Transform,   // in               -> target
+  Forward,     // r0               -> target
+  ReduceInput, // r0 (+) in        -> target
+  ReduceTwo,   // r0 (+) r1        -> target
+  ReduceThree, // (r0 (+) r1) (+) in: r0 (+) r1 is formed in r0's storage first, so an
+               // in-place step (target == in) never overwrites its input before reading it
+};
+
+CHORUS_HD CHORUS_INLINE Combine combineCase(const StepDesc& s) {
+  if (s.nRecv == 0) return Combine::Transform;
+  if (s.nRecv == 1) return hasInput(s) ? Combine::ReduceInput : Combine::Forward;
+  return hasInput(s) ? Combine::ReduceThree : Combine::ReduceTwo;
+}
+
+// A receive straight into the output with nothing else to do: the only step
+// that may take a zero-copy descriptor.
+CHORUS_HD CHORUS_INLINE bool plainReceive(const StepDesc& s) {
+  return s.nRecv == 1 && s.nSend == 0 && !hasInput(s) && hasOutput(s) && s.post == 0;
+}
+
+// --- what a received slot holds ----------------------------------------------
+
+enum class SlotHolds : uint8_t { Piece, Descriptor, Mismatch };
+
+// `published`: the size the sender published with the slot; `expected`: the
+// piece this rank's step wants. A descriptor is recognised only at the start
+// of a single receive; a plain-receive check follows (checkDescriptor).
+CHORUS_HD CHORUS_INLINE SlotHolds classifySlot(const StepDesc& s, uint32_t published, uint32_t expected) {
+  if (published == kDirectSlotMarker && s.nRecv == 1) return SlotHolds::Descriptor;
+  return published == expected ? SlotHolds::Piece : SlotHolds::Mismatch;
+}
+
+// --- zero-copy ------------------------------------------------------------------
+
+// A plain send of a registered buffer goes zero-copy when the receiver can
+// read the sender's memory by address (FifoEnd::peerReadsOurBuffers).
+CHORUS_HD CHORUS_INLINE bool sendsZeroCopy(const StepDesc& s, bool peerReadsOurBuffers) {
+  return s.direct != 0 && s.nSend == 1 && s.nRecv == 0 && hasInput(s) && peerReadsOurBuffers;
+}
+
+enum class DescriptorCheck : uint8_t { Ok = 0, MidReceive = 1, NotPlainReceive = 2, WrongSize = 3 };
+
+// Whether this rank's step can take a descriptor of `sentBytes`: only a
+// plain receive at its start, of exactly the step's remaining bytes.
+CHORUS_HD CHORUS_INLINE DescriptorCheck checkDescriptor(const StepDesc& s, uint64_t done, uint64_t sentBytes,
+                                                        uint32_t elemBytes) {
+  if (done != 0) return DescriptorCheck::MidReceive;
+  if (!plainReceive(s)) return DescriptorCheck::NotPlainReceive;
+  if (sentBytes != s.count * elemBytes) return DescriptorCheck::WrongSize;
+  return DescriptorCheck::Ok;
+}
+
+// The receiver copies a descriptor's bytes in chunks and publishes its
+// progress after each; this is the chunk starting at `off`.
+CHORUS_HD CHORUS_INLINE uint64_t directChunk(uint64_t off, uint64_t total) {
+  return total - off < kDirectChunkBytes ? total - off : kDirectChunkBytes;
+}
+
+// --- failures -------------------------------------------------------------------
+
+// Why a lane stopped. Written once per communicator (first failure wins).
+enum class LaneStatus : int32_t { Ok = 0, Aborted = 1, TimedOut = 2, SizeMismatch = 3, DescriptorMismatch = 4 };
+
+// The failure record. On the GPU it lives in mapped host memory: the first
+// failing thread claims it, fills the fields, fences, and publishes `status`
+// last, so a host that sees a nonzero status also sees the fields. The host
+// executor fills one on its stack. Either way one function
+// (describeLaneFailure, src/plan/lane_failure.h) turns it into the error.
+struct LaneFailure {
+  int32_t status = 0;     // a LaneStatus
+  int32_t lane = -1;
+  int32_t peer = -1;      // the rank at the other end of the connector
+  uint32_t detail = 0;    // SizeMismatch: bytes received; DescriptorMismatch: a DescriptorCheck
+  uint64_t received = 0;  // DescriptorMismatch: bytes the descriptor announced
+  uint64_t expected = 0;  // bytes this rank's step expected
+  int32_t claim = 0;      // GPU: nonzero once a thread owns the record
+  int32_t pad = 0;
+};
+
+CHORUS_HD CHORUS_INLINE LaneFailure sizeMismatch(int lane, int peer, uint32_t got, uint32_t expected) {
+  LaneFailure f;
+  f.status = static_cast<int32_t>(LaneStatus::SizeMismatch);
+  f.lane = lane;
+  f.peer = peer;
+  f.detail = got;
+  f.expected = expected;
+  return f;
+}
+
+CHORUS_HD CHORUS_INLINE LaneFailure descriptorMismatch(int lane, int peer, DescriptorCheck why, uint64_t sentBytes,
+                                                       uint64_t expectedBytes) {
+  LaneFailure f;
+  f.status = static_cast<int32_t>(LaneStatus::DescriptorMismatch);
+  f.lane = lane;
+  f.peer = peer;
+  f.detail = static_cast<uint32_t>(why);
+  f.received = sentBytes;
+  f.expected = expectedBytes;
+  return f;
+}
+
+CHORUS_HD CHORUS_INLINE LaneFailure waitFailure(LaneStatus why, int lane, int peer) {
+  LaneFailure f;
+  f.status = static_cast<int32_t>(why);
+  f.lane = lane;
+  f.peer = peer;
+  return f;
+}
+
+// The peer a step waits on first: the first receive's, else the first send's.
+struct PeerOf {
+  int connector;
+  bool receiving;
+};
+CHORUS_HD CHORUS_INLINE PeerOf waitedConnector(const StepDesc& s) {
+  if (s.nRecv > 0) return {s.recv[0], true};
+  return {s.nSend > 0 ? s.send[0] : sched::kNoConn, false};
+}
+
+}  // namespace chorus::step

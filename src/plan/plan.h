@@ -1,0 +1,100 @@
+// A plan: the work of one rank for one group of operations, run by either
+// executor (src/host/ on CPU threads, src/gpu/ as lane-kernel launches).
+//
+// A plan is independent *lanes*; a lane is a short list of *segments*
+// (src/sched/segment.h), each generating its steps on demand. A step moves
+// one contiguous run of elements: it takes pieces from up to two receive
+// connectors and/or a local input, combines them, and writes the result to a
+// local output and/or up to two send connectors. Steps within a lane run in
+// order; lanes progress independently, which is what lets a send to A and a
+// receive from B (or a tree's reduce and broadcast halves) overlap without
+// deadlocking. A plan's size depends on its lanes and tasks, never on the
+// message size.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "enqueue/task.h"
+#include "sched/segment.h"
+#include "transport/fifo.h"
+#include "tune/cost_model.h"
+
+struct ncclComm;
+
+namespace chorus {
+
+// One entry of the plan's connector table; a segment's conn[] ids index it.
+// Exactly one of the two is set.
+struct ConnRef {
+  RecvConnector* recv = nullptr;
+  SendConnector* send = nullptr;
+  const FifoEnd& end() const { return recv ? recv->end() : send->end(); }
+};
+
+// The step a lane is on, resolved for the host executor: the generated
+// StepDesc with its connectors, buffers and reduction.
+struct ActiveStep {
+  sched::StepDesc desc;
+  RecvConnector* recv[2] = {nullptr, nullptr};
+  SendConnector* send[2] = {nullptr, nullptr};
+  const char* src = nullptr;  // at the step's first element, or null
+  char* dst = nullptr;
+  const ReduceSpec* spec = nullptr;
+  uint32_t elemBytes = 1;
+  bool streamDst = false;  // dst is much larger than the caches: non-temporal stores
+};
+
+struct Lane {
+  std::vector<sched::Segment> segments;
+  uint32_t pieceBytes = 0;      // slot size of this lane's connectors
+  Proto proto = Proto::Simple;  // of every connector the lane uses
+  // Where the lane is: segment, step within it, elements of that step done.
+  size_t seg = 0;
+  uint64_t step = 0;
+  uint64_t done = 0;
+  bool loaded = false;          // `active` holds step (seg, step)
+  ActiveStep active;
+  bool awaitingReader = false;  // a zero-copy send is posted; it ends when the receiver freed the slot
+  uint64_t readerCopied = 0;    // the receiver's progress last seen while awaiting it
+  bool finished() const { return seg >= segments.size(); }
+  void rewind() {
+    seg = 0;
+    step = 0;
+    done = 0;
+    loaded = false;
+    awaitingReader = false;
+  }
+};
+
+struct Plan {
+  ncclComm* comm = nullptr;
+  std::vector<Task> tasks;  // owns the ReduceSpecs; Segment::task indexes it
+  std::vector<Lane> lanes;
+  std::vector<ConnRef> conns;
+  std::vector<int32_t> rankTable;  // ring orders of RingGather/RingScatter segments (Segment::ringTable)
+  double estimatedUs = 0;
+  // GPU mode: the plan translated into kernel launches (src/gpu/cuda/), made
+  // on first use and reused with the plan.
+  std::shared_ptr<const void> deviceForm;
+  // RegistrationTable::epoch() when the plan was built: which sends are
+  // direct depends on what was registered, so a plan of another epoch is
+  // rebuilt rather than reused.
+  uint64_t registrationEpoch = 0;
+
+  const int32_t* ringTableOf(const sched::Segment& s) const {
+    return s.ringTable >= 0 ? rankTable.data() + s.ringTable : nullptr;
+  }
+};
+
+// The spec a segment's elements are combined with: its task's, or a plain
+// byte copy for segments that move raw bytes (sched::kSegBytes).
+const ReduceSpec& segmentSpec(const Plan& plan, const sched::Segment& s);
+
+// Bytes of the plan itself (lanes, segments, connector and rank tables), for
+// chorus-topo --plan and the test that a plan does not grow with the message.
+size_t planFootprintBytes(const Plan& plan);
+
+}  // namespace chorus
