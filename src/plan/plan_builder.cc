@@ -3,29 +3,40 @@
 #include <algorithm>
 
 #include "core/comm.h"
+#include "core/registration.h"
 #include "core/result.h"
 
 namespace chorus {
 
-PlanBuilder::PlanBuilder(ncclComm* comm, Plan* plan) : comm_(comm), plan_(plan) {}
+PlanContext planContextOf(ncclComm* comm) {
+  PlanContext c;
+  c.rank = comm->id.rank;
+  c.nranks = comm->id.nranks;
+  c.config = &comm->config;
+  const graph::CommGraph* g = comm->graph.get();
+  c.graph = g != nullptr && g->nranks == c.nranks && g->nchannels() > 0 ? g : nullptr;
+  c.registrations = &comm->registrations;
+  c.conns = comm->conns.get();
+  return c;
+}
 
-int PlanBuilder::rank() const { return comm_->id.rank; }
-int PlanBuilder::nranks() const { return comm_->id.nranks; }
+PlanBuilder::PlanBuilder(const PlanContext& ctx, Plan* plan) : ctx_(ctx), plan_(plan) {}
+
+int PlanBuilder::rank() const { return ctx_.rank; }
+int PlanBuilder::nranks() const { return ctx_.nranks; }
 
 uint32_t PlanBuilder::slotBytes(Proto p) const {
-  return p == Proto::LL ? comm_->config.llSlotBytes : comm_->config.slotBytes;
+  return p == Proto::LL ? ctx_.config->llSlotBytes : ctx_.config->slotBytes;
 }
 
-uint32_t PlanBuilder::nslots() const { return comm_->config.nslots; }
+uint32_t PlanBuilder::nslots() const { return ctx_.config->nslots; }
 
 bool PlanBuilder::zeroCopySource(const void* p, size_t bytes) const {
-  return comm_->config.localRegister && bytes > 0 && comm_->registrations.covers(p, bytes);
+  return ctx_.config->localRegister && bytes > 0 && ctx_.registrations != nullptr &&
+         ctx_.registrations->covers(p, bytes);
 }
 
-const graph::CommGraph* PlanBuilder::graph() const {
-  const graph::CommGraph* g = comm_->graph.get();
-  return g != nullptr && g->nranks == nranks() && g->nchannels() > 0 ? g : nullptr;
-}
+const graph::CommGraph* PlanBuilder::graph() const { return ctx_.graph; }
 
 RingOrder PlanBuilder::ringOrder(int channel) const {
   const graph::CommGraph* g = graph();
@@ -58,7 +69,7 @@ int16_t PlanBuilder::connId(RecvConnector* recv, SendConnector* send) {
 ncclResult_t PlanBuilder::recvFrom(ConnClass cls, Proto proto, int channel, int peer, int16_t* id) {
   ConnKey key{cls, static_cast<uint8_t>(proto), static_cast<uint16_t>(channel), peer};
   RecvConnector* c = nullptr;
-  CHORUS_CHECK(comm_->conns->requestRecv(key, slotBytes(proto), nslots(), &c));
+  CHORUS_CHECK(ctx_.conns->requestRecv(key, slotBytes(proto), nslots(), &c));
   *id = connId(c, nullptr);
   return ncclSuccess;
 }
@@ -66,7 +77,7 @@ ncclResult_t PlanBuilder::recvFrom(ConnClass cls, Proto proto, int channel, int 
 ncclResult_t PlanBuilder::sendTo(ConnClass cls, Proto proto, int channel, int peer, int16_t* id) {
   ConnKey key{cls, static_cast<uint8_t>(proto), static_cast<uint16_t>(channel), peer};
   SendConnector* c = nullptr;
-  CHORUS_CHECK(comm_->conns->requestSend(key, slotBytes(proto), nslots(), &c));
+  CHORUS_CHECK(ctx_.conns->requestSend(key, slotBytes(proto), nslots(), &c));
   *id = connId(nullptr, c);
   return ncclSuccess;
 }
@@ -141,13 +152,14 @@ void PlanBuilder::markStreamingOutputs() {
 
 ncclResult_t PlanBuilder::build() {
   plan_->estimatedUs = 0;
-  plan_->registrationEpoch = comm_->registrations.epoch();  // before any covers(): a later change only rebuilds
+  // Before any covers(): a later change only rebuilds.
+  plan_->registrationEpoch = ctx_.registrations ? ctx_.registrations->epoch() : 0;
   if (plan_->tasks.size() > UINT16_MAX)
     return fail(ncclInvalidUsage, "rank %d: a group of %zu operations; at most %u fit one plan", rank(),
                 plan_->tasks.size(), static_cast<unsigned>(UINT16_MAX));
   for (const Task& task : plan_->tasks) {
     TuneDecision d;
-    CHORUS_CHECK(tuneTask(task, nranks(), comm_->config, graph(), &d));
+    CHORUS_CHECK(tuneTask(task, nranks(), *ctx_.config, graph(), &d));
     plan_->estimatedUs += d.estimatedUs;
     CHORUS_CHECK(expand(task, d));
   }

@@ -1,6 +1,7 @@
 // Turns a rank's tasks into a Plan: tuner decision per task, then the
-// schedule from src/sched/ expanded into lanes of steps, requesting the
-// connectors each step needs from the communicator's connection table.
+// schedule from src/sched/ as segments of lanes, requesting the connectors
+// each segment needs from a ConnectorSource (the communicator's connection
+// table, or chorus-topo's dry source).
 #pragma once
 
 #include <map>
@@ -10,7 +11,8 @@
 #include "graph/comm_graph.h"
 #include "plan/plan.h"
 #include "sched/ring.h"
-#include "transport/connection_table.h"
+#include "core/comm_config.h"
+#include "transport/connector_source.h"
 #include "tune/tuner.h"
 
 namespace chorus {
@@ -24,9 +26,26 @@ struct RingOrder {
   int positionOf(int rank) const { return position ? position[rank] : rank; }
 };
 
+class RegistrationTable;
+
+// What a plan is built against: the rank, the knobs, the graph, the
+// registered buffers (null: none) and where connectors come from.
+struct PlanContext {
+  int rank = 0;
+  int nranks = 1;
+  const CommConfig* config = nullptr;
+  const graph::CommGraph* graph = nullptr;  // null: rank-order rings and trees
+  RegistrationTable* registrations = nullptr;
+  ConnectorSource* conns = nullptr;
+};
+
+// The context of a communicator.
+PlanContext planContextOf(ncclComm* comm);
+
 class PlanBuilder {
  public:
-  PlanBuilder(ncclComm* comm, Plan* plan);
+  PlanBuilder(const PlanContext& ctx, Plan* plan);
+  PlanBuilder(ncclComm* comm, Plan* plan) : PlanBuilder(planContextOf(comm), plan) {}
   // Builds lanes for every task in plan->tasks.
   ncclResult_t build();
 
@@ -58,7 +77,7 @@ class PlanBuilder {
   void markStreamingOutputs();
   int16_t connId(RecvConnector* recv, SendConnector* send);
 
-  ncclComm* comm_;
+  PlanContext ctx_;
   Plan* plan_;
   std::map<std::tuple<int, int, int, int, int>, size_t> laneIndex_;
   std::vector<const Task*> selfSends_, selfRecvs_;

@@ -18,12 +18,14 @@ Plan* PlanCache::find(std::span<const Task> tasks, uint64_t registrationEpoch) {
     if (it != plans_.begin()) plans_.splice(plans_.begin(), plans_, it);
     Plan* plan = plans_.front().get();
     for (Lane& lane : plan->lanes) lane.rewind();
+    ++hits_;
     return plan;
   }
   return nullptr;
 }
 
 Plan* PlanCache::insert(std::unique_ptr<Plan> plan) {
+  ++builds_;
   plans_.push_front(std::move(plan));
   if (plans_.size() > kCapacity) plans_.pop_back();
   return plans_.front().get();

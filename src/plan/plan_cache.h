@@ -21,10 +21,15 @@ class PlanCache {
   Plan* find(std::span<const Task> tasks, uint64_t registrationEpoch);
   // Takes ownership; evicts the least recently used plan beyond capacity.
   Plan* insert(std::unique_ptr<Plan> plan);
+  // Lookups answered from the cache, and plans inserted (built), so far.
+  uint64_t hits() const { return hits_; }
+  uint64_t builds() const { return builds_; }
 
  private:
   static constexpr size_t kCapacity = 16;
   std::list<std::unique_ptr<Plan>> plans_;  // most recent first
+  uint64_t hits_ = 0;
+  uint64_t builds_ = 0;
 };
 
 bool sameTask(const Task& a, const Task& b);

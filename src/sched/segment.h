@@ -28,7 +28,17 @@ enum class SegmentKind : uint8_t {
   Hier,           // per round: local reduce-scatter, inter-host all-reduce, local all-gather
 };
 
-const char* segmentKindName(SegmentKind k);
+CHORUS_SCHED_FN const char* segmentKindName(SegmentKind k) {
+  switch (k) {
+    case SegmentKind::Single: return "single";
+    case SegmentKind::RingAllReduce: return "ring-allreduce";
+    case SegmentKind::RingGather: return "ring-allgather";
+    case SegmentKind::RingScatter: return "ring-scatter";
+    case SegmentKind::DirectPair: return "direct-pair";
+    case SegmentKind::Hier: return "hier";
+  }
+  return "?";
+}
 
 inline constexpr int16_t kNoConn = -1;
 inline constexpr uint64_t kNoBuffer = ~uint64_t(0);

@@ -6,8 +6,7 @@
 #include "core/result.h"
 
 namespace chorus {
-namespace {
-const char* className(ConnClass c) {
+const char* connClassName(ConnClass c) {
   switch (c) {
     case ConnClass::Ring: return "ring";
     case ConnClass::TreeUp: return "tree-up";
@@ -17,14 +16,13 @@ const char* className(ConnClass c) {
   }
   return "?";
 }
-}  // namespace
 
 ConnectionTable::ConnectionTable(int rank, Bootstrap* bootstrap, std::vector<PeerInfo> peers, uint64_t commHash)
     : rank_(rank), bootstrap_(bootstrap), peers_(std::move(peers)), commHash_(commHash) {}
 
 std::string ConnectionTable::tagOf(const ConnKey& key, int from, int to) const {
   char buf[96];
-  snprintf(buf, sizeof(buf), "conn/%s/p%u/c%u/%d-%d", className(key.cls), key.proto, key.channel, from, to);
+  snprintf(buf, sizeof(buf), "conn/%s/p%u/c%u/%d-%d", connClassName(key.cls), key.proto, key.channel, from, to);
   return buf;
 }
 
@@ -39,7 +37,7 @@ ConnRequest ConnectionTable::requestFor(const ConnKey& key, int from, int to, ui
   req.deviceMemory = !peers_[rank_].hostMode;
   req.selfDevice = peers_[rank_].cudaDev;
   char buf[128];
-  snprintf(buf, sizeof(buf), "comm %016llx %s ch%u %d->%d", (unsigned long long)commHash_, className(key.cls),
+  snprintf(buf, sizeof(buf), "comm %016llx %s ch%u %d->%d", (unsigned long long)commHash_, connClassName(key.cls),
            key.channel, from, to);
   req.label = buf;
   return req;

@@ -11,31 +11,20 @@
 #include <vector>
 
 #include "bootstrap/bootstrap.h"
+#include "transport/connector_source.h"
 #include "transport/fifo.h"
 #include "transport/transport.h"
 
 namespace chorus {
 
-// Connectors are separate per use so that two independent progress lanes
-// never share a FIFO (their slot sequences would interleave).
-enum class ConnClass : uint8_t { Ring = 0, TreeUp = 1, TreeDown = 2, P2P = 3, Direct = 4 };
-
-struct ConnKey {
-  ConnClass cls;
-  uint8_t proto;
-  uint16_t channel;
-  int peer;
-  auto operator<=>(const ConnKey&) const = default;
-};
-
-class ConnectionTable {
+class ConnectionTable final : public ConnectorSource {
  public:
   ConnectionTable(int rank, Bootstrap* bootstrap, std::vector<PeerInfo> peers, uint64_t commHash);
 
   // Returns the connector; a new receiver is created and announced now, a new
   // sender is registered and completed by connectAll().
-  ncclResult_t requestRecv(const ConnKey& key, uint32_t slotBytes, uint32_t nslots, RecvConnector** out);
-  ncclResult_t requestSend(const ConnKey& key, uint32_t slotBytes, uint32_t nslots, SendConnector** out);
+  ncclResult_t requestRecv(const ConnKey& key, uint32_t slotBytes, uint32_t nslots, RecvConnector** out) override;
+  ncclResult_t requestSend(const ConnKey& key, uint32_t slotBytes, uint32_t nslots, SendConnector** out) override;
   ncclResult_t connectAll(const WaitBound& bound);
   // Fails (with the mover's code and message, naming the peer) if the
   // connector's data is moved by a proxy whose link broke. Called by the

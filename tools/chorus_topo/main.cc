@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "chorus_topo/plan_report.h"
 #include "chorus_topo/report.h"
 #include "core/comm_config.h"
 #include "core/params.h"
@@ -39,6 +40,10 @@ const char* kUsage =
     "  --coll NAME             allreduce (default), allgather, reducescatter, broadcast, reduce, all\n"
     "  --min BYTES, --max BYTES  size range (default 64 to 1G; K, M, G suffixes)\n"
     "  --factor F              size step factor (default 4)\n"
+    "Plan:\n"
+    "  --plan COLL BYTES       print the plan one rank runs for COLL (allreduce, allgather, reducescatter,\n"
+    "                          broadcast, reduce) of BYTES (the nccl-tests size; K, M, G suffixes), float\n"
+    "  --rank R                the rank whose plan is printed (default 0)\n"
     "Output:\n"
     "  --rings N               print at most N ring channels (default 8)\n"
     "  --xml                   also print the NCCL_GRAPH_DUMP_FILE form of the graph\n"
@@ -57,6 +62,7 @@ struct Options {
   bool topoSection = true;
   int rings = 8;
   tools::TableOptions table;
+  tools::PlanOptions plan;
 };
 
 bool parseBytes(const char* s, size_t* out) {
@@ -117,12 +123,24 @@ int parseArgs(int argc, char** argv, Options* o) {
       o->xml = true;
       continue;
     }
+    if (a == "--plan") {
+      std::vector<CollType> colls;
+      const char* name = value();
+      const char* size = value();
+      if (name == nullptr || size == nullptr || !parseColl(name, &colls) || colls.size() != 1 ||
+          !parseBytes(size, &o->plan.bytes))
+        return fprintf(stderr, "chorus-topo: --plan takes a collective and a size (e.g. --plan allreduce 1M)\n"), -1;
+      o->plan.enabled = true;
+      o->plan.coll = colls[0];
+      continue;
+    }
     if (a == "--no-topo") {
       o->topoSection = false;
       continue;
     }
-    static const char* const kWithValue[] = {"--topo", "--synthetic", "--hosts", "--nranks",    "--rings", "--coll",
-                                             "--min",  "--min-bytes", "--max",   "--max-bytes", "--factor"};
+    static const char* const kWithValue[] = {"--topo",    "--synthetic", "--hosts",     "--nranks",
+                                             "--rings",   "--coll",      "--min",       "--min-bytes",
+                                             "--max",     "--max-bytes", "--factor",    "--rank"};
     if (std::find(std::begin(kWithValue), std::end(kWithValue), a) == std::end(kWithValue))
       return fprintf(stderr, "chorus-topo: unknown option %s (see --help)\n", a.c_str()), -1;
     if ((v = value()) == nullptr) return fprintf(stderr, "chorus-topo: %s needs a value\n", a.c_str()), -1;
@@ -143,6 +161,8 @@ int parseArgs(int argc, char** argv, Options* o) {
       ok = parseBytes(v, &o->table.minBytes);
     else if (a == "--max" || a == "--max-bytes")
       ok = parseBytes(v, &o->table.maxBytes);
+    else if (a == "--rank")
+      ok = (o->plan.rank = atoi(v)) >= 0;
     else if (a == "--factor")
       ok = parseBytes(v, &o->table.stepFactor) && o->table.stepFactor >= 2;
     else
@@ -231,6 +251,7 @@ int main(int argc, char** argv) {
   // GPU communicators may use every channel the graph found unless a knob caps them.
   if (!g.cpuDevices && params::maxChannels() <= 0 && params::maxCtas() <= 0)
     cfg.maxChannels = std::max(cfg.minChannels, g.nchannels());
+  if (o.plan.enabled) return tools::printPlan(stdout, g, cfg, o.plan);
   if (o.topoSection) tools::printTopology(stdout, ct, source);
   tools::printGraph(stdout, ct, g, o.rings);
   if (o.xml) printf("\n== Graph XML (NCCL_GRAPH_DUMP_FILE) ==\n%s", graph::graphToXml(ct, g, 0).c_str());
