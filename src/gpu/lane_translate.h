@@ -1,9 +1,10 @@
-// Host plan -> lane-kernel launches: the first half of the GPU executor.
+// Plan -> lane-kernel launches: the first half of the GPU executor.
 //
 // A Plan (src/plan/plan.h) is what one rank must do for one group of
-// operations, as lanes of steps over connectors. The GPU runs the same plan
-// with the lane kernel (kernels/colls/lane_kernel.cuh), whose input is flat
-// arrays: lanes, steps, and connector ends (kernels/lane_plan.h). This file
+// operations, as lanes of segments over connectors. The GPU runs the same
+// plan with the lane kernel (kernels/colls/lane_kernel.cuh), whose input is
+// flat arrays: lanes, segments, connector ends and ring tables
+// (kernels/lane_plan.h); the kernel generates the steps. This file
 // produces those arrays; it is plain C++ (no CUDA), so it is unit-tested on
 // machines without a GPU.
 //
