@@ -104,8 +104,11 @@ sched::Segment PlanBuilder::local(const Task& t, const void* src, void* dst, siz
 
 int32_t PlanBuilder::addRingTable(const RingOrder& ring) {
   if (ring.order == nullptr) return -1;
+  auto it = ringTables_.find(ring.order);
+  if (it != ringTables_.end()) return it->second;
   const auto at = static_cast<int32_t>(plan_->rankTable.size());
   for (int p = 0; p < nranks(); ++p) plan_->rankTable.push_back(ring.at(p));
+  ringTables_[ring.order] = at;
   return at;
 }
 

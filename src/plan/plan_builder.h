@@ -59,7 +59,7 @@ class PlanBuilder {
   // A Single segment of task `t` whose only input is `src` (with PreMulSum
   // applied if pre) and only output `dst` (either may be null).
   sched::Segment local(const Task& t, const void* src, void* dst, size_t count, bool pre, bool post) const;
-  // Appends a ring order to the plan's rank table; returns its index.
+  // The index of a ring order in the plan's rank table (added once).
   int32_t addRingTable(const RingOrder& ring);
   uint32_t slotBytes(Proto p) const;
   uint32_t nslots() const;
@@ -82,6 +82,7 @@ class PlanBuilder {
   std::map<std::tuple<int, int, int, int, int>, size_t> laneIndex_;
   std::vector<const Task*> selfSends_, selfRecvs_;
   std::unordered_map<const void*, int16_t> connIds_;
+  std::map<const int*, int32_t> ringTables_;  // ring order -> its entry in the plan's rank table
 };
 
 // Per-algorithm expanders.
