@@ -41,7 +41,11 @@
 # (reduce_kernel_perf, the HBM yardstick for bus bandwidths); all_reduce,
 # float, with 8, 2 and 4 ranks on the one GPU (threads of one process: -t N,
 # no MPS needed), -b 8 -e 1G -f 4 -c 1; the 8-byte all-reduce latency on 2
-# ranks with plain launches and with CUDA graph replay (-G); all_gather,
+# ranks with plain launches and with CUDA graph replay (-G); all_reduce,
+# float, of 1 and 4 GiB (-b 1G -e 4G -f 4 -c 1: byte offsets above 2^32)
+# with 2 and then 8 ranks, each skipped when the GPU (or, for the checks'
+# host copies, the host) lacks the memory, and the 8-rank run also when the
+# 2-rank run failed or timed out; all_gather,
 # reduce_scatter and sendrecv, float, with 8, 4 and 2 ranks; sendrecv with
 # registered buffers (-R 1, zero-copy) on 2 ranks; half and
 # bfloat16 with 8 ranks up to 256 MiB; the lane kernel's latency
@@ -57,11 +61,17 @@
 # configured Ninja build (CMakeCache.txt and build.ninja), which is then
 # reused as it is (set DEVICE_CHECK_RECONFIGURE=1 to configure it anyway).
 #
+# Configure builds for the GPU it finds (cmake/cuda_architectures.cmake:
+# nvidia-smi's compute capability, e.g. sm_90 on an H100/H200, sm_80 on an
+# A100) unless DEVICE_CHECK_CUDA_ARCHS sets CMAKE_CUDA_ARCHITECTURES.
+#
 # Knobs (environment): CHORUS_KERNEL_FILTER (all), DEVICE_CHECK_TOTAL_S (540),
 # DEVICE_CHECK_BUILD_TIMEOUT_S (330), DEVICE_CHECK_BUDGET_S (330),
 # DEVICE_CHECK_PERF_ARGS (extra benchmark flags: "-w 2 -n 10"),
-# DEVICE_CHECK_MAX_BYTES (1G), DEVICE_CHECK_RUN_TIMEOUT_S (45: one benchmark
-# of the matrix), DEVICE_CHECK_JOBS (ninja -j; ninja's default),
+# DEVICE_CHECK_MAX_BYTES (1G; when smaller, the 1 and 4 GiB all-reduce runs
+# shrink to it and 4 times it), DEVICE_CHECK_RUN_TIMEOUT_S (45: one benchmark
+# of the matrix), DEVICE_CHECK_CUDA_ARCHS (the visible GPU's),
+# DEVICE_CHECK_JOBS (ninja -j; ninja's default),
 # DEVICE_CHECK_RECONFIGURE (0), DEVICE_CHECK_MODE (gpu; "host" exercises the
 # benchmark part of this script on a machine without a GPU).
 set -uo pipefail
@@ -78,6 +88,7 @@ mode=${DEVICE_CHECK_MODE:-gpu}
 run_timeout=${DEVICE_CHECK_RUN_TIMEOUT_S:-45}
 jobs=${DEVICE_CHECK_JOBS:-}
 reconfigure=${DEVICE_CHECK_RECONFIGURE:-0}
+cuda_archs=${DEVICE_CHECK_CUDA_ARCHS:-}
 SECONDS=0
 end_at=$total # the script's own deadline, in $SECONDS
 mkdir -p "$out"
@@ -257,13 +268,15 @@ if [ "$reconfigure" != 1 ] && [ -f "$build/CMakeCache.txt" ] && [ -f "$build/bui
   record PASS configure 0 "reused the existing configuration of $build${kf:+ (kernel filter $kf)}"
 else
   cfg=(-S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCHORUS_ENABLE_CUDA=ON
-    -DCHORUS_BUILD_BENCHMARKS=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DCHORUS_KERNEL_FILTER="$filter")
+    -DCHORUS_BUILD_BENCHMARKS=ON -DCHORUS_KERNEL_FILTER="$filter")
+  [ -n "$cuda_archs" ] && cfg+=(-DCMAKE_CUDA_ARCHITECTURES="$cuda_archs")
   [ -d "$root/.gtest" ] && cfg+=(-DCHORUS_GTEST_SOURCE_DIR="$root/.gtest")
   if timeout -k 10 120 cmake "${cfg[@]}" -DCHORUS_BUILD_TESTS=ON >"$work/configure.log" 2>&1; then
     configured=1
     grep -q 'Chorus: GoogleTest not found' "$work/configure.log" && gtest_note="; tests NOT built: GoogleTest not found"
     grep -q 'Chorus: GoogleTest built from' "$work/configure.log" && gtest_note="; GoogleTest built from .gtest"
-    record PASS configure "$((SECONDS - t0))" "kernel filter $filter, with tests$gtest_note"
+    archs=$(sed -n 's/^-- Chorus: CUDA architectures \([^ ]*\).*/\1/p' "$work/configure.log" | tail -n 1)
+    record PASS configure "$((SECONDS - t0))" "kernel filter $filter, architectures ${archs:-?}, with tests$gtest_note"
   else
     grep -E 'CMake Error|error' "$work/configure.log" | head -n 10
     record FAIL configure "$((SECONDS - t0))" "see configure.log; again with CHORUS_BUILD_TESTS=OFF"
@@ -393,6 +406,15 @@ to_bytes() { # 256M -> 268435456 (K, M, G: powers of 1024); nothing if not a siz
 half_bytes=256M
 mb=$(to_bytes "$max_bytes")
 [ -n "$mb" ] && [ "$mb" -lt $((256 << 20)) ] && half_bytes=$max_bytes
+# The multi-GiB all-reduce: 1 and 4 GiB, or DEVICE_CHECK_MAX_BYTES and 4
+# times it when that is smaller than 1 GiB (a dry run stays small).
+big_b=1G
+big_e=4G
+if [ -n "$mb" ] && [ "$mb" -lt $((1 << 30)) ]; then
+  big_b=$max_bytes
+  big_e=$((4 * mb))
+  [ "$mb" -ge $((1 << 20)) ] && big_e="$((big_e >> 20))M"
+fi
 declare -A hung=() # collective -> why its remaining runs are skipped
 # bench COLL T DTYPE MAXBYTES: one run of the matrix.
 bench() {
@@ -411,12 +433,59 @@ bench() {
     hung[$coll]="$name: kernel timeout"
   fi
 }
+# MiB of free memory: mem_free_mib gpu (device 0, nvidia-smi) or host (MemAvailable).
+mem_free_mib() {
+  case $1 in
+    gpu) nvidia-smi --query-gpu=memory.free --format=csv,noheader,nounits -i 0 2>/dev/null | head -n 1 | tr -dc 0-9 ;;
+    *) awk '/^MemAvailable:/ {print int($2 / 1024)}' /proc/meminfo ;;
+  esac
+}
+# room_for T BYTES: empty when T ranks can run an all-reduce of BYTES, else
+# why not. Each rank holds a send and a receive buffer (device memory in GPU
+# mode) and, while checking, a host copy of one of them; 4 GiB to spare.
+room_for() {
+  local t=$1 mib=$(($2 >> 20)) dev host need
+  host=$(mem_free_mib host)
+  if [ "$mode" = gpu ]; then
+    dev=$(mem_free_mib gpu)
+    need=$((t * 2 * mib + 4096))
+    [ -n "$dev" ] && [ "$dev" -lt "$need" ] && echo "GPU 0 has ${dev} MiB free, ${need} MiB needed" && return
+    need=$((t * mib + 4096))
+  else
+    need=$((t * 3 * mib + 4096))
+  fi
+  [ -n "$host" ] && [ "$host" -lt "$need" ] && echo "the host has ${host} MiB available, ${need} MiB needed"
+}
+# big_bench T TIMEOUT_S: the multi-GiB all-reduce with T ranks; returns 0 on PASS.
+big_bench() {
+  local t=$1 tmo=$2 name="perf-all_reduce-t$1-float-$big_e" why rc=0
+  if [ -n "${hung[all_reduce]:-}" ]; then
+    record SKIPPED "$name" 0 "(${hung[all_reduce]})"
+    return 1
+  fi
+  have "$bin/all_reduce_perf" "$name" || return 1
+  why=$(room_for "$t" "$(to_bytes "$big_e")")
+  if [ -n "$why" ]; then
+    record SKIPPED "$name" 0 "(memory: $why)"
+    return 1
+  fi
+  # shellcheck disable=SC2086
+  run "$name" "$tmo" perf "${perf_env[@]}" "$bin/all_reduce_perf" -t "$t" -b "$big_b" -e "$big_e" -f 4 -c 1 -d float \
+    $perf_args || rc=$?
+  return "$rc"
+}
 if [ "$probe_ok" = 1 ]; then
   for t in 8 2 4; do bench all_reduce "$t" float "$max_bytes"; done
   # Launch latency: 2 ranks, 8 bytes, plain launches and one CUDA graph of
   # 100 iterations replayed 10 times (the probe showed that 2 ranks work).
   run latency-t2-launch 40 latency "${perf_env[@]}" "$bin/all_reduce_perf" -t 2 -b 8 -e 8 -n 1000 -w 100 -c 1
   run latency-t2-graph 40 latency "${perf_env[@]}" "$bin/all_reduce_perf" -t 2 -b 8 -e 8 -n 100 -w 100 -c 1 -G 10
+  # Multi-GiB all-reduce: 2 ranks, then 8 (skipped when 2 did not pass).
+  if big_bench 2 75; then
+    big_bench 8 120
+  else
+    record SKIPPED "perf-all_reduce-t8-float-$big_e" 0 "(2 ranks did not pass)"
+  fi
   for t in 8 4 2; do
     for coll in all_gather reduce_scatter sendrecv; do bench "$coll" "$t" float "$max_bytes"; done
   done

@@ -4,9 +4,15 @@
 // round the same way, so their results are identical to the bit even on data
 // whose sum depends on the order (random signs, mantissas and exponents).
 // Checked for float, half and bfloat16 all-reduce and float reduce-scatter,
-// on 2 and 4 ranks (all on device 0 in GPU mode). Skips without a GPU.
+// on 2 and 4 ranks (all on device 0 in GPU mode), and for an int8
+// all-reduce of more than 2^31 elements (64-bit offsets, multi-GiB buffers).
+// Skips without a GPU.
+#include <unistd.h>
+
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -173,6 +179,23 @@ double orderSensitivity(const std::vector<std::vector<unsigned char>>& inputs, s
   return count ? static_cast<double>(differ) / static_cast<double>(count) : 0.0;
 }
 
+// Every element of rank r's result is the same in host mode (h) and GPU
+// mode (d). One memcmp of the whole buffer first: multi-GiB results that
+// agree cost a single pass.
+void expectSameBits(const Shape& run, int r, const std::vector<unsigned char>& h, const std::vector<unsigned char>& d) {
+  ASSERT_EQ(h.size(), d.size());
+  if (std::memcmp(h.data(), d.data(), h.size()) == 0) return;
+  const size_t esz = typeSize(run.type);
+  size_t differ = 0, first = 0;
+  for (size_t i = 0; i < run.count; ++i) {
+    if (std::memcmp(&h[i * esz], &d[i * esz], esz) == 0) continue;
+    if (differ++ == 0) first = i;
+  }
+  EXPECT_EQ(differ, 0u) << "rank " << r << ": " << differ << " of " << run.count
+                        << " elements differ between host and GPU mode; first at " << first << ": host "
+                        << loadValue(run.type, h.data(), first) << ", GPU " << loadValue(run.type, d.data(), first);
+}
+
 TEST(HostGpuIdentity, FixedScheduleGivesIdenticalBits) {
   CHORUS_REQUIRE_GPU();
   EnvScope env(EnvScope::Vars{{"NCCL_ALGO", "Ring"}, {"NCCL_PROTO", "Simple"}});
@@ -191,22 +214,102 @@ TEST(HostGpuIdentity, FixedScheduleGivesIdenticalBits) {
       std::vector<std::vector<unsigned char>> host, gpu;
       ASSERT_EQ(runHost(run, inputs, &host), "");
       ASSERT_EQ(runGpu(run, inputs, &gpu), "");
-      const size_t esz = typeSize(run.type);
-      for (int r = 0; r < n; ++r) {
-        const auto& h = host[static_cast<size_t>(r)];
-        const auto& d = gpu[static_cast<size_t>(r)];
-        size_t differ = 0, first = 0;
-        for (size_t i = 0; i < run.count; ++i) {
-          if (std::memcmp(&h[i * esz], &d[i * esz], esz) == 0) continue;
-          if (differ++ == 0) first = i;
-        }
-        EXPECT_EQ(differ, 0u) << "rank " << r << ": " << differ << " of " << run.count
-                              << " elements differ between host and GPU mode; first at " << first << ": host "
-                              << loadValue(run.type, h.data(), first) << ", GPU "
-                              << loadValue(run.type, d.data(), first);
-      }
+      for (int r = 0; r < n; ++r) expectSameBits(run, r, host[static_cast<size_t>(r)], gpu[static_cast<size_t>(r)]);
     }
   }
+}
+
+// ---- more than 2^31 elements ---------------------------------------------------
+
+// Random bytes, drawn 8 at a time (splitmix64), different for every rank:
+// a chunk reduced or written at the wrong offset cannot go unnoticed.
+std::vector<unsigned char> randomBytes(int rank, size_t bytes) {
+  uint64_t state = 0x2545f4914f6cdd1dull * static_cast<uint64_t>(rank + 1);
+  std::vector<unsigned char> out(bytes);
+  for (size_t i = 0; i < bytes; i += 8) {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    std::memcpy(&out[i], &z, bytes - i < 8 ? bytes - i : 8);
+  }
+  return out;
+}
+
+// MemAvailable of /proc/meminfo, else the free pages; in bytes.
+size_t availableHostBytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  size_t kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib >> unit)
+    if (key == "MemAvailable:") return kib * 1024;
+  return static_cast<size_t>(sysconf(_SC_AVPHYS_PAGES)) * static_cast<size_t>(sysconf(_SC_PAGESIZE));
+}
+
+// Empty when device 0 and the host have room for an all-reduce of `bytes`
+// per rank on n ranks, else why not. GPU: n send and n receive buffers, and
+// 1 GiB for the library. Host: inputs and the results of both modes, and 2 GiB.
+std::string whyNoRoom(size_t bytes, int n) {
+  const size_t gib = size_t{1} << 30;
+  size_t freeDev = 0, totalDev = 0;
+  if (cudaSetDevice(0) != cudaSuccess || cudaMemGetInfo(&freeDev, &totalDev) != cudaSuccess)
+    return "cudaMemGetInfo failed";
+  const size_t needDev = 2 * static_cast<size_t>(n) * bytes + gib;
+  if (freeDev < needDev)
+    return "device 0 has " + std::to_string(freeDev / gib) + " GiB free, " + std::to_string(needDev / gib + 1) +
+           " GiB needed";
+  const size_t needHost = 3 * static_cast<size_t>(n) * bytes + 2 * gib;
+  const size_t freeHost = availableHostBytes();
+  if (freeHost < needHost)
+    return "the host has " + std::to_string(freeHost / gib) + " GiB available, " + std::to_string(needHost / gib + 1) +
+           " GiB needed";
+  return "";
+}
+
+// Elements of `out` that are not the int8 sum (mod 256) of a and b; the
+// first of them in *first. The counting loop vectorizes.
+size_t wrongInt8Sums(const std::vector<unsigned char>& a, const std::vector<unsigned char>& b,
+                     const std::vector<unsigned char>& out, size_t* first) {
+  size_t wrong = 0;
+  for (size_t i = 0; i < out.size(); ++i) wrong += static_cast<unsigned char>(a[i] + b[i]) != out[i];
+  for (size_t i = 0; i < out.size() && wrong; ++i)
+    if (static_cast<unsigned char>(a[i] + b[i]) != out[i]) {
+      *first = i;
+      break;
+    }
+  return wrong;
+}
+
+// An int8 all-reduce of 2^31 + 4099 elements (2 GiB + 4099 B per rank) on 2
+// ranks: offsets and counts above 2^31 must survive both executors, so both
+// results are checked against the sums computed here (a count cut to 32
+// bits would leave the same untouched tail in both), and the GPU's against
+// the host's bit for bit.
+TEST(HostGpuIdentity, AllReduceAbove2To31Elements) {
+  CHORUS_REQUIRE_GPU();
+  const int n = 2;
+  const Shape run{ncclInt8, false, (size_t{1} << 31) + 4099};
+  const std::string noRoom = whyNoRoom(run.count, n);
+  if (!noRoom.empty()) GTEST_SKIP() << "GPU test skipped: " << noRoom;
+  EnvScope env(EnvScope::Vars{{"NCCL_ALGO", "Ring"}, {"NCCL_PROTO", "Simple"}});
+  SCOPED_TRACE(describe(run, n));
+  std::vector<std::vector<unsigned char>> inputs;
+  for (int r = 0; r < n; ++r) inputs.push_back(randomBytes(r, run.count));
+  auto expectSums = [&](const char* mode, const std::vector<std::vector<unsigned char>>& outputs) {
+    for (int r = 0; r < n; ++r) {
+      size_t first = 0;
+      const size_t wrong = wrongInt8Sums(inputs[0], inputs[1], outputs[static_cast<size_t>(r)], &first);
+      EXPECT_EQ(wrong, 0u) << mode << ", rank " << r << ": " << wrong << " of " << run.count
+                           << " elements are not the sum; first at " << first;
+    }
+  };
+  std::vector<std::vector<unsigned char>> host, gpu;
+  ASSERT_EQ(runHost(run, inputs, &host), "");
+  expectSums("host mode", host);
+  ASSERT_EQ(runGpu(run, inputs, &gpu), "");
+  expectSums("GPU mode", gpu);
+  for (int r = 0; r < n; ++r) expectSameBits(run, r, host[static_cast<size_t>(r)], gpu[static_cast<size_t>(r)]);
 }
 
 }  // namespace
