@@ -13,6 +13,7 @@
 #include "graph/comm_graph.h"
 #include "host/executor.h"
 #include "host/plan_builder.h"
+#include "host/plan_cache.h"
 
 namespace chorus {
 namespace {
@@ -83,7 +84,7 @@ class CommGuard {
 ncclResult_t planFor(std::span<const Task> tasks, HostPlan** out) {
   ncclComm* comm = tasks[0].comm;
   CHORUS_CHECK(commCheckUsable(comm, collName(tasks[0].type)));
-  if (HostPlan* cached = comm->planCache.find(tasks, comm->registrations.epoch())) {
+  if (HostPlan* cached = comm->planCache->find(tasks, comm->registrations.epoch())) {
     *out = cached;
     return ncclSuccess;
   }
@@ -100,7 +101,7 @@ ncclResult_t planFor(std::span<const Task> tasks, HostPlan** out) {
     commSetError(comm, res, lastErrorMessage());
     return res;
   }
-  *out = comm->planCache.insert(std::move(fresh));
+  *out = comm->planCache->insert(std::move(fresh));
   return ncclSuccess;
 }
 
@@ -127,7 +128,7 @@ ncclResult_t executeOnManyComms(std::span<const Task> tasks) {
   for (auto& g : groups) {
     ncclComm* comm = g[0].comm;
     CHORUS_CHECK(commCheckUsable(comm, collName(g[0].type)));
-    HostPlan* plan = comm->planCache.find(g, comm->registrations.epoch());
+    HostPlan* plan = comm->planCache->find(g, comm->registrations.epoch());
     if (plan == nullptr) {
       auto fresh = std::make_unique<HostPlan>();
       fresh->comm = comm;
@@ -138,7 +139,7 @@ ncclResult_t executeOnManyComms(std::span<const Task> tasks) {
         commSetError(comm, res, lastErrorMessage());
         return res;
       }
-      plan = comm->planCache.insert(std::move(fresh));
+      plan = comm->planCache->insert(std::move(fresh));
     }
     plans.push_back(plan);
   }

@@ -3,27 +3,12 @@
 
 #include <cstddef>
 
-#include "host/host_reduce.h"
+#include "core/coll_types.h"
 #include "nccl.h"
 
 struct ncclComm;
 
 namespace chorus {
-
-enum class CollType : uint8_t {
-  AllReduce,
-  Broadcast,
-  Reduce,
-  AllGather,
-  ReduceScatter,
-  AlltoAll,
-  Gather,
-  Scatter,
-  Send,
-  Recv,
-};
-
-const char* collName(CollType t);
 
 struct Task {
   CollType type = CollType::AllReduce;

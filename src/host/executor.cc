@@ -13,6 +13,7 @@
 #include "core/comm.h"
 #include "core/result.h"
 #include "host/stream_copy.h"
+#include "transport/connection_table.h"
 
 namespace chorus {
 namespace {

@@ -6,11 +6,11 @@
 #include <map>
 #include <tuple>
 
+#include "enqueue/task_tune.h"
 #include "graph/comm_graph.h"
 #include "host/host_plan.h"
 #include "sched/ring.h"
 #include "transport/connection_table.h"
-#include "tune/tuner.h"
 
 namespace chorus {
 

@@ -6,6 +6,7 @@
 
 #include "core/result.h"
 #include "host/executor.h"
+#include "host/host_reduce.h"
 #include "host/stream_copy.h"
 
 namespace chorus {

@@ -13,8 +13,10 @@
 
 #include "common/rank_runner.h"
 #include "core/comm.h"
+#include "gpu/gpu_runtime.h"
 #include "gpu/lane_translate.h"
 #include "host/plan_builder.h"
+#include "transport/connection_table.h"
 #include "unit/host_fifo_util.h"
 
 namespace chorus {

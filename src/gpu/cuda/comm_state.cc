@@ -15,6 +15,7 @@
 #include "gpu/launch_policy.h"
 #include "kernels/common/direct_slot.h"
 #include "kernels/launch.h"
+#include "transport/connection_table.h"
 
 namespace chorus::gpu {
 namespace {
