@@ -10,7 +10,9 @@
 #include "core/comm_query.h"
 #include "core/mode.h"
 #include "core/result.h"
+#include "enqueue/comm_init_all.h"
 #include "enqueue/group.h"
+#include "gpu/gpu_runtime.h"
 
 using namespace chorus;
 
@@ -30,6 +32,9 @@ ncclResult_t checkReady(ncclComm_t comm, const char* fn) {
   return ncclSuccess;
 }
 
+// Inside ncclGroupStart/End, creations and finalizes wait for ncclGroupEnd.
+DeferRendezvous groupDeferral() { return inGroup() ? DeferRendezvous(enqueueInit) : DeferRendezvous(); }
+
 }  // namespace
 
 CHORUS_EXPORT ncclResult_t ncclGetUniqueId(ncclUniqueId* uniqueId) {
@@ -41,13 +46,13 @@ CHORUS_EXPORT_ALIAS(ncclGetUniqueId)
 CHORUS_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
                                                   ncclConfig_t* config) {
   CHORUS_CHECK(checkInitArgs(comm, nranks, rank, "ncclCommInitRankConfig"));
-  return commInitRank(comm, nranks, commId, rank, config);
+  return commInitRank(comm, nranks, commId, rank, config, groupDeferral());
 }
 CHORUS_EXPORT_ALIAS(ncclCommInitRankConfig)
 
 CHORUS_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
   CHORUS_CHECK(checkInitArgs(comm, nranks, rank, "ncclCommInitRank"));
-  return commInitRank(comm, nranks, commId, rank, nullptr);
+  return commInitRank(comm, nranks, commId, rank, nullptr, groupDeferral());
 }
 CHORUS_EXPORT_ALIAS(ncclCommInitRank)
 
@@ -59,7 +64,7 @@ CHORUS_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nra
   CHORUS_CHECK(checkPtr(commIds, "ncclCommInitRankScalable", "commIds"));
   // Every rank meets at the first id's store; the other roots are accepted
   // (their stores stay idle) so programs written for several roots work.
-  return commInitRank(newcomm, nranks, commIds[0], myrank, config);
+  return commInitRank(newcomm, nranks, commIds[0], myrank, config, groupDeferral());
 }
 CHORUS_EXPORT_ALIAS(ncclCommInitRankScalable)
 
@@ -80,7 +85,7 @@ CHORUS_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, nc
   CHORUS_CHECK(checkPtr(newcomm, "ncclCommSplit", "newcomm"));
   if (color < 0 && color != NCCL_SPLIT_NOCOLOR)
     return fail(ncclInvalidArgument, "ncclCommSplit: color must be >= 0 or NCCL_SPLIT_NOCOLOR, got %d", color);
-  return commSplit(comm, color, key, newcomm, config);
+  return commSplit(comm, color, key, newcomm, config, groupDeferral());
 }
 CHORUS_EXPORT_ALIAS(ncclCommSplit)
 
@@ -92,13 +97,13 @@ CHORUS_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList
   if (excludeRanksCount > 0) CHORUS_CHECK(checkPtr(excludeRanksList, "ncclCommShrink", "excludeRanksList"));
   if (shrinkFlags != NCCL_SHRINK_DEFAULT && shrinkFlags != NCCL_SHRINK_ABORT)
     return fail(ncclInvalidArgument, "ncclCommShrink: unknown shrinkFlags 0x%x", shrinkFlags);
-  return commShrink(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
+  return commShrink(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags, groupDeferral());
 }
 CHORUS_EXPORT_ALIAS(ncclCommShrink)
 
 CHORUS_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) {
   CHORUS_CHECK(checkReady(comm, "ncclCommFinalize"));
-  return commFinalize(comm);
+  return commFinalize(comm, groupDeferral());
 }
 CHORUS_EXPORT_ALIAS(ncclCommFinalize)
 

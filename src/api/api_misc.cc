@@ -14,6 +14,7 @@
 #include "core/mode.h"
 #include "core/result.h"
 #include "enqueue/group.h"
+#include "gpu/gpu_runtime.h"
 
 using namespace chorus;
 
@@ -108,9 +109,9 @@ CHORUS_EXPORT ncclResult_t ncclMemAlloc(void** ptr, size_t size) {
   if (size == 0) return fail(ncclInvalidArgument, "ncclMemAlloc: size is 0");
   // Memory for the mode new communicators get: device memory on the current
   // device when that is GPU mode, page-aligned host memory otherwise.
-  chorusMode_t mode = chorusModeHost;
-  CHORUS_CHECK(resolveMode(&mode));
-  if (mode == chorusModeGpu) {
+  ModeChoice mode;
+  CHORUS_CHECK(chooseMode(nullptr, &mode));
+  if (!mode.hostMode) {
     void* d = nullptr;
     CHORUS_CHECK(gpu::memAlloc(&d, size));
     AllocationRegistry::instance().add(d, AllocationRegistry::Kind::Device);

@@ -1,6 +1,7 @@
 // Helpers shared by every Store implementation.
 #include "bootstrap/store.h"
 
+#include "core/little_endian.h"
 #include "core/result.h"
 
 namespace chorus {
@@ -17,16 +18,13 @@ ncclResult_t failStoreWait(bool aborted, Clock::time_point started, const std::s
 
 std::vector<uint8_t> encodeCounter(int64_t v) {
   std::vector<uint8_t> out(8);
-  auto u = static_cast<uint64_t>(v);
-  for (int i = 0; i < 8; ++i) out[i] = static_cast<uint8_t>(u >> (8 * i));
+  storeLittleEndian(out.data(), static_cast<uint64_t>(v), 8);
   return out;
 }
 
 bool decodeCounter(const std::vector<uint8_t>& bytes, int64_t* v) {
   if (bytes.size() != 8) return false;
-  uint64_t u = 0;
-  for (int i = 0; i < 8; ++i) u |= static_cast<uint64_t>(bytes[i]) << (8 * i);
-  *v = static_cast<int64_t>(u);
+  *v = static_cast<int64_t>(loadLittleEndian(bytes.data(), 8));
   return true;
 }
 

@@ -10,6 +10,7 @@
 
 #include "bootstrap/store_registry.h"
 #include "core/host_identity.h"
+#include "core/little_endian.h"
 #include "core/params.h"
 #include "core/result.h"
 
@@ -31,14 +32,6 @@ static_assert(kOffHostHash - kOffSecret == wire::kSecretBytes);
 uint8_t* bytesOf(ncclUniqueId* id) { return reinterpret_cast<uint8_t*>(id->internal); }
 const uint8_t* bytesOf(const ncclUniqueId& id) { return reinterpret_cast<const uint8_t*>(id.internal); }
 
-void putLE(uint8_t* p, uint64_t v, int n) {
-  for (int i = 0; i < n; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
-}
-uint64_t getLE(const uint8_t* p, int n) {
-  uint64_t v = 0;
-  for (int i = 0; i < n; ++i) v |= static_cast<uint64_t>(p[i]) << (8 * i);
-  return v;
-}
 
 uint64_t fnv1a(const std::string& s, uint64_t h) {
   for (unsigned char c : s) {
@@ -80,8 +73,8 @@ ncclResult_t randomSecret(wire::Secret* s) {
 // Decodes without logging; *why says what is wrong.
 bool decodeQuiet(const ncclUniqueId& id, UniqueIdInfo* info, std::string* why) {
   const uint8_t* p = bytesOf(id);
-  auto magic = static_cast<uint32_t>(getLE(p + kOffMagic, 4));
-  auto version = static_cast<uint16_t>(getLE(p + kOffVersion, 2));
+  auto magic = static_cast<uint32_t>(loadLittleEndian(p + kOffMagic, 4));
+  auto version = static_cast<uint16_t>(loadLittleEndian(p + kOffVersion, 2));
   if (magic != kIdMagic) {
     *why = "bad magic: not produced by ncclGetUniqueId of this library, or damaged in transit";
     return false;
@@ -91,12 +84,12 @@ bool decodeQuiet(const ncclUniqueId& id, UniqueIdInfo* info, std::string* why) {
     return false;
   }
   UniqueIdInfo out;
-  out.commIdMode = (getLE(p + kOffFlags, 2) & kFlagCommId) != 0;
+  out.commIdMode = (loadLittleEndian(p + kOffFlags, 2) & kFlagCommId) != 0;
   memcpy(out.secret.data(), p + kOffSecret, out.secret.size());
-  out.hostHash = getLE(p + kOffHostHash, 8);
-  out.pid = static_cast<uint32_t>(getLE(p + kOffPid, 4));
-  auto family = static_cast<uint16_t>(getLE(p + kOffFamily, 2));
-  auto port = static_cast<uint16_t>(getLE(p + kOffPort, 2));
+  out.hostHash = loadLittleEndian(p + kOffHostHash, 8);
+  out.pid = static_cast<uint32_t>(loadLittleEndian(p + kOffPid, 4));
+  auto family = static_cast<uint16_t>(loadLittleEndian(p + kOffFamily, 2));
+  auto port = static_cast<uint16_t>(loadLittleEndian(p + kOffPort, 2));
   if (family == kFamilyV4) {
     auto* sin = reinterpret_cast<sockaddr_in*>(&out.addr.storage);
     sin->sin_family = AF_INET;
@@ -106,7 +99,7 @@ bool decodeQuiet(const ncclUniqueId& id, UniqueIdInfo* info, std::string* why) {
     auto* sin6 = reinterpret_cast<sockaddr_in6*>(&out.addr.storage);
     sin6->sin6_family = AF_INET6;
     memcpy(&sin6->sin6_addr, p + kOffAddr, 16);
-    sin6->sin6_scope_id = static_cast<uint32_t>(getLE(p + kOffScope, 4));
+    sin6->sin6_scope_id = static_cast<uint32_t>(loadLittleEndian(p + kOffScope, 4));
     out.addr.len = sizeof(sockaddr_in6);
   } else {
     *why = "unknown address family " + std::to_string(family);
@@ -122,21 +115,21 @@ bool decodeQuiet(const ncclUniqueId& id, UniqueIdInfo* info, std::string* why) {
 void encodeUniqueId(const UniqueIdInfo& info, ncclUniqueId* id) {
   memset(id, 0, sizeof(*id));
   uint8_t* p = bytesOf(id);
-  putLE(p + kOffMagic, kIdMagic, 4);
-  putLE(p + kOffVersion, kIdVersion, 2);
-  putLE(p + kOffFlags, info.commIdMode ? kFlagCommId : 0, 2);
+  storeLittleEndian(p + kOffMagic, kIdMagic, 4);
+  storeLittleEndian(p + kOffVersion, kIdVersion, 2);
+  storeLittleEndian(p + kOffFlags, info.commIdMode ? kFlagCommId : 0, 2);
   memcpy(p + kOffSecret, info.secret.data(), info.secret.size());
-  putLE(p + kOffHostHash, info.hostHash, 8);
-  putLE(p + kOffPid, info.pid, 4);
-  putLE(p + kOffPort, info.addr.port(), 2);
+  storeLittleEndian(p + kOffHostHash, info.hostHash, 8);
+  storeLittleEndian(p + kOffPid, info.pid, 4);
+  storeLittleEndian(p + kOffPort, info.addr.port(), 2);
   if (info.addr.family() == AF_INET) {
-    putLE(p + kOffFamily, kFamilyV4, 2);
+    storeLittleEndian(p + kOffFamily, kFamilyV4, 2);
     memcpy(p + kOffAddr, &reinterpret_cast<const sockaddr_in*>(&info.addr.storage)->sin_addr, 4);
   } else {
     const auto* sin6 = reinterpret_cast<const sockaddr_in6*>(&info.addr.storage);
-    putLE(p + kOffFamily, kFamilyV6, 2);
+    storeLittleEndian(p + kOffFamily, kFamilyV6, 2);
     memcpy(p + kOffAddr, &sin6->sin6_addr, 16);
-    putLE(p + kOffScope, sin6->sin6_scope_id, 4);
+    storeLittleEndian(p + kOffScope, sin6->sin6_scope_id, 4);
   }
 }
 
@@ -164,8 +157,8 @@ wire::Secret deriveSecret(const std::string& commId, const std::string& commSecr
   uint64_t a = mix(fnv1a(material, 0xcbf29ce484222325ull));
   uint64_t b = mix(fnv1a(material, 0x84222325cbf29ce4ull) ^ a);
   wire::Secret s{};
-  putLE(s.data(), a, 8);
-  putLE(s.data() + 8, b, 8);
+  storeLittleEndian(s.data(), a, 8);
+  storeLittleEndian(s.data() + 8, b, 8);
   return s;
 }
 

@@ -1,4 +1,5 @@
 #include "bootstrap/wire.h"
+#include "core/little_endian.h"
 
 namespace chorus::wire {
 
@@ -13,19 +14,16 @@ Writer& Writer::u8(uint8_t v) {
   return *this;
 }
 
-Writer& Writer::u16(uint16_t v) {
-  for (int i = 0; i < 2; ++i) buf_.push_back(static_cast<uint8_t>(v >> (8 * i)));
-  return *this;
-}
+Writer& Writer::u16(uint16_t v) { return field(v, 2); }
 
-Writer& Writer::u32(uint32_t v) {
-  for (int i = 0; i < 4; ++i) buf_.push_back(static_cast<uint8_t>(v >> (8 * i)));
-  return *this;
-}
+Writer& Writer::u32(uint32_t v) { return field(v, 4); }
 
-Writer& Writer::i64(int64_t v) {
-  auto u = static_cast<uint64_t>(v);
-  for (int i = 0; i < 8; ++i) buf_.push_back(static_cast<uint8_t>(u >> (8 * i)));
+Writer& Writer::i64(int64_t v) { return field(static_cast<uint64_t>(v), 8); }
+
+Writer& Writer::field(uint64_t v, size_t bytes) {
+  const size_t at = buf_.size();
+  buf_.resize(at + bytes);
+  storeLittleEndian(buf_.data() + at, v, bytes);
   return *this;
 }
 
@@ -46,7 +44,7 @@ Writer& Writer::bytes(const std::vector<uint8_t>& b) {
 
 std::vector<uint8_t> Writer::finish() {
   auto len = static_cast<uint32_t>(buf_.size() - kHeaderBytes);
-  for (int i = 0; i < 4; ++i) buf_[i] = static_cast<uint8_t>(len >> (8 * i));
+  storeLittleEndian(buf_.data(), len, 4);
   return std::move(buf_);
 }
 
@@ -55,7 +53,7 @@ bool Reader::u8(uint8_t* v) { return raw(v, 1); }
 bool Reader::u16(uint16_t* v) {
   uint8_t b[2];
   if (!raw(b, 2)) return false;
-  *v = static_cast<uint16_t>(b[0] | (b[1] << 8));
+  *v = static_cast<uint16_t>(loadLittleEndian(b, 2));
   return true;
 }
 
@@ -69,9 +67,7 @@ bool Reader::u32(uint32_t* v) {
 bool Reader::i64(int64_t* v) {
   uint8_t b[8];
   if (!raw(b, 8)) return false;
-  uint64_t u = 0;
-  for (int i = 0; i < 8; ++i) u |= static_cast<uint64_t>(b[i]) << (8 * i);
-  *v = static_cast<int64_t>(u);
+  *v = static_cast<int64_t>(loadLittleEndian(b, 8));
   return true;
 }
 
@@ -98,10 +94,7 @@ bool Reader::bytes(std::vector<uint8_t>* b) {
   return true;
 }
 
-uint32_t readLength(const uint8_t* p) {
-  return static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) | (static_cast<uint32_t>(p[2]) << 16) |
-         (static_cast<uint32_t>(p[3]) << 24);
-}
+uint32_t readLength(const uint8_t* p) { return static_cast<uint32_t>(loadLittleEndian(p, 4)); }
 
 bool secretsEqual(const Secret& a, const Secret& b) {
   volatile uint8_t diff = 0;

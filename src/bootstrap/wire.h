@@ -51,6 +51,7 @@ class Writer {
   size_t size() const { return buf_.size(); }
 
  private:
+  Writer& field(uint64_t v, size_t bytes);  // little-endian
   std::vector<uint8_t> buf_;
 };
 

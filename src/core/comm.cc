@@ -2,8 +2,18 @@
 
 #include <algorithm>
 
+#include "bootstrap/bootstrap.h"
 #include "core/comm_query.h"
 #include "core/result.h"
+#include "gpu/gpu_runtime.h"
+#include "plan/plan_cache.h"
+#include "topo/comm_topology.h"
+#include "transport/connection_table.h"
+
+// The communicator is the composition root: its constructor and destructor
+// are the one place that sees every part it owns.
+ncclComm::ncclComm() : planCache(std::make_unique<chorus::PlanCache>()) {}
+ncclComm::~ncclComm() = default;
 
 namespace chorus {
 

@@ -2,6 +2,12 @@
 // (how ranks talk before and outside data movement), the connection table
 // (connectors to peers) and the execution state shared with the API (abort
 // flag, asynchronous error, custom reduction operators).
+//
+// The communicator sits below the executors and transports that use it: it
+// owns their per-communicator state (connection table, plan cache, GPU state)
+// through pointers to types declared here only by name, so this header
+// includes none of theirs. A file that touches such a member includes its
+// header itself (docs/architecture.md, "Layers").
 #pragma once
 
 #include <atomic>
@@ -12,18 +18,23 @@
 #include <thread>
 #include <vector>
 
-#include "bootstrap/bootstrap.h"
 #include "core/comm_config.h"
+#include "core/gpu_state_handle.h"
 #include "core/redop_table.h"
 #include "core/registration.h"
-#include "gpu/gpu_runtime.h"
-#include "plan/plan_cache.h"
 #include "nccl.h"
-#include "topo/comm_topology.h"
-#include "transport/connection_table.h"
 
+namespace chorus {
+class Bootstrap;
+class ConnectionTable;
+class PlanCache;
+class Store;
+}  // namespace chorus
 namespace chorus::graph {
 struct CommGraph;
+}
+namespace chorus::topo {
+struct CommTopology;
 }
 
 namespace chorus {
@@ -43,6 +54,11 @@ struct CommIdentity {
 }  // namespace chorus
 
 struct ncclComm {
+  ncclComm();  // out of line: the members below own types this header only names
+  ~ncclComm();
+  ncclComm(const ncclComm&) = delete;
+  ncclComm& operator=(const ncclComm&) = delete;
+
   uint64_t magic = chorus::kCommMagic;
   chorus::CommIdentity id;
   chorus::CommConfig config;
@@ -54,7 +70,7 @@ struct ncclComm {
   std::shared_ptr<const chorus::topo::CommTopology> topology;
   chorus::RedOpTable redops;
   chorus::RegistrationTable registrations;
-  chorus::PlanCache planCache;  // guarded by opMutex
+  std::unique_ptr<chorus::PlanCache> planCache;  // never null; guarded by opMutex
   // Rings, trees and hierarchical groups (graph/comm_graph.h), searched at init.
   std::shared_ptr<const chorus::graph::CommGraph> graph;
   // GPU mode only: device, abort flag and status the kernels see, position

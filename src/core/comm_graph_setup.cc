@@ -10,6 +10,8 @@
 #include "core/result.h"
 #include "graph/search.h"
 #include "graph/synthetic.h"
+#include "topo/comm_topology.h"
+#include "transport/connection_table.h"
 
 namespace chorus {
 namespace {

@@ -4,9 +4,11 @@
 // is unique to the new communicator, and this rank's position, it sets up the
 // bootstrap, exchanges PeerInfo with an all-gather and creates the (empty)
 // connection table; connectors are made lazily by the first operation that
-// needs them. A creation runs inline (blocking), inside ncclGroupEnd (group),
-// or on a background thread (config.blocking = 0, polled through
-// ncclCommGetAsyncError).
+// needs them. A creation runs inline (blocking), where the caller's
+// DeferRendezvous puts it (inside a group: at ncclGroupEnd), or on a
+// background thread (config.blocking = 0, polled through
+// ncclCommGetAsyncError). This file knows nothing of groups: the API layer,
+// which does, passes the group's queue in (docs/architecture.md, "Layers").
 #include "core/comm_lifecycle.h"
 
 #include <unistd.h>
@@ -25,8 +27,10 @@
 #include "core/host_identity.h"
 #include "core/mode.h"
 #include "core/result.h"
-#include "enqueue/group.h"
+#include "gpu/gpu_runtime.h"
 #include "topo/comm_build.h"
+#include "topo/comm_topology.h"
+#include "transport/connection_table.h"
 #include "transport/transport.h"
 
 namespace chorus {
@@ -124,38 +128,22 @@ ncclResult_t initMembers(ncclComm* comm, MemberSpec spec) {
 ncclResult_t newComm(int rank, int nranks, const ncclConfig_t* cfg, const ncclComm* parent, ncclComm** out) {
   CommConfig config;
   CHORUS_CHECK(resolveCommConfig(cfg, parent ? &parent->config : nullptr, &config));
-  bool hostMode = true;
-  int device = -1;
-  if (parent != nullptr) {
-    hostMode = parent->id.hostMode;
-    device = parent->id.cudaDev;
-  } else {
-    chorusMode_t mode;
-    CHORUS_CHECK(resolveMode(&mode));
-    hostMode = mode == chorusModeHost;
-    if (!hostMode) CHORUS_CHECK(gpu::currentDevice(&device));
-  }
+  ModeChoice mode;
+  CHORUS_CHECK(chooseMode(parent, &mode));
   auto* comm = new ncclComm();
   comm->config = config;
   comm->id.rank = rank;
   comm->id.nranks = nranks;
-  comm->id.hostMode = hostMode;
-  comm->id.cudaDev = device;
+  comm->id.hostMode = mode.hostMode;
+  comm->id.cudaDev = mode.device;
   comm->asyncError = ncclInProgress;
   CommRegistry::instance().add(comm);
   *out = comm;
   return ncclSuccess;
 }
 
-void deleteComm(ncclComm* comm) {
-  CommRegistry::instance().remove(comm);
-  if (comm->initThread.joinable()) comm->initThread.join();
-  gpu::commTeardown(comm, /*abort=*/true);  // init failed after GPU setup (destroy tore down already)
-  delete comm;
-}
-
-// Runs initMembers now, in the group, or on a background thread.
-ncclResult_t launchInit(ncclComm* comm, MemberSpec spec, ncclComm_t* out) {
+// Runs initMembers now, where `defer` puts it (inside a group), or on a background thread.
+ncclResult_t launchInit(ncclComm* comm, MemberSpec spec, const DeferRendezvous& defer, ncclComm_t* out) {
   auto body = [comm, spec]() -> ncclResult_t {
     ncclResult_t res = initMembers(comm, spec);
     if (res != ncclSuccess) {
@@ -171,11 +159,11 @@ ncclResult_t launchInit(ncclComm* comm, MemberSpec spec, ncclComm_t* out) {
     comm->initThread = std::thread([body] { body(); });
     return ncclInProgress;
   }
-  if (inGroup()) return enqueueInit(body);
+  if (defer) return defer(body);
   ncclResult_t res = body();
   if (res != ncclSuccess) {
     std::string msg = lastErrorMessage();
-    deleteComm(comm);
+    commDiscard(comm);
     *out = nullptr;
     return fail(res, "%s", msg.c_str());
   }
@@ -184,46 +172,26 @@ ncclResult_t launchInit(ncclComm* comm, MemberSpec spec, ncclComm_t* out) {
 
 }  // namespace
 
-ncclResult_t commInitRank(ncclComm_t* out, int nranks, const ncclUniqueId& id, int rank, const ncclConfig_t* cfg) {
+void commDiscard(ncclComm* comm) {
+  CommRegistry::instance().remove(comm);
+  if (comm->initThread.joinable()) comm->initThread.join();
+  gpu::commTeardown(comm, /*abort=*/true);  // init failed after GPU setup (destroy tore down already)
+  delete comm;
+}
+
+ncclResult_t commInitRank(ncclComm_t* out, int nranks, const ncclUniqueId& id, int rank, const ncclConfig_t* cfg,
+                          const DeferRendezvous& defer) {
   ncclComm* comm = nullptr;
   CHORUS_CHECK(newComm(rank, nranks, cfg, nullptr, &comm));
   MemberSpec spec;
   spec.id = id;
   spec.rank = rank;
   spec.nranks = nranks;
-  return launchInit(comm, spec, out);
+  return launchInit(comm, spec, defer, out);
 }
 
-ncclResult_t commInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
-  ncclUniqueId id;
-  CHORUS_CHECK(createUniqueId(&id));
-  std::fill(comms, comms + ndev, nullptr);
-  // In GPU mode rank r belongs to devlist[r] (default: device r); a devlist
-  // may repeat a device to put several ranks on one GPU.
-  chorusMode_t mode = chorusModeHost;
-  CHORUS_CHECK(resolveMode(&mode));
-  int callerDevice = -1;
-  if (mode == chorusModeGpu) CHORUS_CHECK(gpu::currentDevice(&callerDevice));
-  CHORUS_CHECK(groupStart());
-  ncclResult_t res = ncclSuccess;
-  for (int r = 0; r < ndev && res == ncclSuccess; ++r) {
-    if (mode == chorusModeGpu) res = gpu::selectDevice(devlist != nullptr ? devlist[r] : r);
-    if (res == ncclSuccess) res = commInitRank(&comms[r], ndev, id, r, nullptr);
-  }
-  ncclResult_t endRes = groupEnd();
-  if (callerDevice >= 0) (void)gpu::selectDevice(callerDevice);
-  if (res == ncclSuccess) res = endRes;
-  if (res != ncclSuccess) {
-    std::string msg = lastErrorMessage();
-    for (int r = 0; r < ndev; ++r)
-      if (comms[r] != nullptr) deleteComm(comms[r]);
-    std::fill(comms, comms + ndev, nullptr);
-    return fail(res, "ncclCommInitAll: %s", msg.c_str());
-  }
-  return ncclSuccess;
-}
-
-ncclResult_t commSplit(ncclComm* parent, int color, int key, ncclComm_t* out, const ncclConfig_t* cfg) {
+ncclResult_t commSplit(ncclComm* parent, int color, int key, ncclComm_t* out, const ncclConfig_t* cfg,
+                       const DeferRendezvous& defer) {
   struct Entry {
     int color, key, rank;
   };
@@ -252,11 +220,11 @@ ncclResult_t commSplit(ncclComm* parent, int color, int key, ncclComm_t* out, co
   spec.prefix = parent->bootstrap->prefix() + "s" + std::to_string(child) + "." + std::to_string(color) + "/";
   spec.rank = newRank;
   spec.nranks = static_cast<int>(members.size());
-  return launchInit(comm, spec, out);
+  return launchInit(comm, spec, defer, out);
 }
 
 ncclResult_t commShrink(ncclComm* parent, const int* exclude, int nexclude, ncclComm_t* out, const ncclConfig_t* cfg,
-                        int flags) {
+                        int flags, const DeferRendezvous& defer) {
   std::vector<bool> gone(parent->id.nranks, false);
   for (int i = 0; i < nexclude; ++i) {
     if (exclude[i] < 0 || exclude[i] >= parent->id.nranks)
@@ -290,7 +258,7 @@ ncclResult_t commShrink(ncclComm* parent, const int* exclude, int nexclude, nccl
   spec.prefix = parent->bootstrap->prefix() + "k" + std::to_string(child) + "/";
   spec.rank = newRank;
   spec.nranks = newN;
-  return launchInit(comm, spec, out);
+  return launchInit(comm, spec, defer, out);
 }
 
 namespace {
@@ -318,10 +286,10 @@ ncclResult_t finalizeNow(ncclComm* comm) {
 // ncclGroupEnd (concurrently with the other communicators' finalizes, which
 // one thread may be driving), and on a non-blocking communicator it runs in
 // the background and is polled through ncclCommGetAsyncError.
-ncclResult_t commFinalize(ncclComm* comm) {
+ncclResult_t commFinalize(ncclComm* comm, const DeferRendezvous& defer) {
   if (comm->finalized) return fail(ncclInvalidUsage, "ncclCommFinalize: communicator already finalized");
   if (comm->revoked) return fail(ncclInvalidUsage, "ncclCommFinalize: communicator was revoked");
-  if (inGroup()) return enqueueInit([comm] { return finalizeNow(comm); });
+  if (defer) return defer([comm] { return finalizeNow(comm); });
   if (comm->config.blocking == 0) {
     if (comm->initThread.joinable()) comm->initThread.join();
     comm->asyncError = ncclInProgress;
@@ -349,7 +317,7 @@ ncclResult_t commDestroy(ncclComm* comm) {
   // GPU mode: kernels still running are waited for (bounded) or, on abort,
   // stopped, before the FIFOs they use are freed with the connections.
   gpu::commTeardown(comm, aborting || comm->revoked.load());
-  deleteComm(comm);
+  commDiscard(comm);
   // Network links are closed by the proxy thread: destroy returns once that
   // happened (bounded), so no connection outlives it; abort does not wait.
   if (!aborting) awaitRetiredConnections(bound);

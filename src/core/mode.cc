@@ -3,6 +3,7 @@
 #include <atomic>
 #include <string>
 
+#include "core/comm.h"
 #include "core/log.h"
 #include "core/params.h"
 #include "core/result.h"
@@ -46,6 +47,21 @@ ncclResult_t resolveMode(chorusMode_t* mode) {
   static std::atomic<bool> said{false};
   if (!said.exchange(true)) CHORUS_INFO(kLogInit, "host mode: %s", why.c_str());
   *mode = chorusModeHost;
+  return ncclSuccess;
+}
+
+ncclResult_t chooseMode(const ncclComm* parent, ModeChoice* out) {
+  ModeChoice c;
+  if (parent != nullptr) {
+    c.hostMode = parent->id.hostMode;
+    c.device = parent->id.cudaDev;
+  } else {
+    chorusMode_t mode = chorusModeHost;
+    CHORUS_CHECK(resolveMode(&mode));
+    c.hostMode = mode == chorusModeHost;
+    if (!c.hostMode) CHORUS_CHECK(gpu::currentDevice(&c.device));
+  }
+  *out = c;
   return ncclSuccess;
 }
 

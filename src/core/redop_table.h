@@ -7,7 +7,7 @@
 #include <mutex>
 #include <vector>
 
-#include "host/host_reduce.h"
+#include "core/coll_types.h"
 #include "nccl.h"
 
 namespace chorus {

@@ -13,6 +13,8 @@
 #include "graph/comm_graph.h"
 #include "host/executor.h"
 #include "plan/plan_builder.h"
+#include "plan/plan_cache.h"
+#include "transport/connection_table.h"
 
 namespace chorus {
 namespace {
@@ -85,7 +87,7 @@ class CommGuard {
 ncclResult_t lookupOrBuild(std::span<const Task> tasks, Plan** out) {
   ncclComm* comm = tasks[0].comm;
   CHORUS_CHECK(commCheckUsable(comm, collName(tasks[0].type)));
-  if (Plan* cached = comm->planCache.find(tasks, comm->registrations.epoch())) {
+  if (Plan* cached = comm->planCache->find(tasks, comm->registrations.epoch())) {
     *out = cached;
     return ncclSuccess;
   }
@@ -98,7 +100,7 @@ ncclResult_t lookupOrBuild(std::span<const Task> tasks, Plan** out) {
     commSetError(comm, res, lastErrorMessage());
     return res;
   }
-  *out = comm->planCache.insert(std::move(fresh));
+  *out = comm->planCache->insert(std::move(fresh));
   return ncclSuccess;
 }
 

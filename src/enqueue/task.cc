@@ -2,22 +2,6 @@
 
 namespace chorus {
 
-const char* collName(CollType t) {
-  switch (t) {
-    case CollType::AllReduce: return "AllReduce";
-    case CollType::Broadcast: return "Broadcast";
-    case CollType::Reduce: return "Reduce";
-    case CollType::AllGather: return "AllGather";
-    case CollType::ReduceScatter: return "ReduceScatter";
-    case CollType::AlltoAll: return "AlltoAll";
-    case CollType::Gather: return "Gather";
-    case CollType::Scatter: return "Scatter";
-    case CollType::Send: return "Send";
-    case CollType::Recv: return "Recv";
-  }
-  return "?";
-}
-
 size_t taskBytes(const Task& t, int nranks) {
   const size_t bytes = t.count * typeSize(t.dtype);
   switch (t.type) {
@@ -25,8 +9,10 @@ size_t taskBytes(const Task& t, int nranks) {
     case CollType::ReduceScatter:
     case CollType::AlltoAll:
     case CollType::Gather:
-    case CollType::Scatter: return bytes * static_cast<size_t>(nranks);
-    default: return bytes;
+    case CollType::Scatter:
+      return bytes * static_cast<size_t>(nranks);
+    default:
+      return bytes;
   }
 }
 

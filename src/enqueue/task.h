@@ -3,33 +3,12 @@
 
 #include <cstddef>
 
-#include "host/host_reduce.h"
+#include "core/coll_types.h"
 #include "nccl.h"
 
 struct ncclComm;
 
 namespace chorus {
-
-enum class CollType : uint8_t {
-  AllReduce,
-  Broadcast,
-  Reduce,
-  AllGather,
-  ReduceScatter,
-  AlltoAll,
-  Gather,
-  Scatter,
-  Send,
-  Recv,
-};
-
-const char* collName(CollType t);
-
-// Operations built from sends and receives on the point-to-point lanes.
-inline bool isPointToPoint(CollType t) {
-  return t == CollType::Send || t == CollType::Recv || t == CollType::AlltoAll || t == CollType::Gather ||
-         t == CollType::Scatter;
-}
 
 struct Task {
   CollType type = CollType::AllReduce;

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "core/gpu_state_handle.h"
 #include "nccl.h"
 
 struct ncclComm;
@@ -24,12 +25,8 @@ struct Plan;
 
 namespace chorus::gpu {
 
-// Per-communicator GPU resources (src/gpu/cuda/comm_state.h); opaque here.
-struct CommState;
-struct CommStateDeleter {
-  void operator()(CommState* state) const;
-};
-using CommStatePtr = std::unique_ptr<CommState, CommStateDeleter>;
+// Per-communicator GPU resources (src/gpu/cuda/comm_state.h) are held
+// through gpu::CommStatePtr (core/gpu_state_handle.h).
 
 // True in builds with CUDA support.
 bool built();

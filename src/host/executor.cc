@@ -15,6 +15,7 @@
 #include "host/stream_copy.h"
 #include "kernels/common/step_rules.h"
 #include "plan/lane_failure.h"
+#include "transport/connection_table.h"
 
 namespace chorus {
 namespace {

@@ -11,22 +11,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "kernels/common/reduce_kind.h"
-#include "nccl.h"
+#include "core/coll_types.h"  // ReduceSpec, typeSize
 
 namespace chorus {
-
-struct ReduceSpec {
-  ncclDataType_t type;
-  ReduceKind kind;
-  const void* scalar;  // PreMulSum only: points at one element of `type`; read when the reduction runs
-  int divisor;         // SumPostDiv only: nranks (must be >= 1)
-  bool scalarOnHost = false;  // PreMulSum: `scalar` is host memory (ncclScalarHostImmediate)
-};
-
-// Bytes per element; 0 for an invalid type.
-size_t typeSize(ncclDataType_t t);
-
 namespace host {
 
 // dst[i] = post?( pre_a?(a[i]) (+) pre_b?(b[i]) ) where (+) is the spec's

@@ -4,6 +4,7 @@
 
 #include "core/comm.h"
 #include "core/registration.h"
+#include "transport/connection_table.h"
 #include "core/result.h"
 
 namespace chorus {

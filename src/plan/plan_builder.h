@@ -8,12 +8,12 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "enqueue/task_tune.h"
 #include "graph/comm_graph.h"
 #include "plan/plan.h"
 #include "sched/ring.h"
 #include "core/comm_config.h"
 #include "transport/connector_source.h"
-#include "tune/tuner.h"
 
 namespace chorus {
 

@@ -7,12 +7,15 @@
 #include <map>
 #include <string>
 
+#include "bootstrap/bootstrap.h"
 #include "core/comm.h"
 #include "core/params.h"
 #include "core/result.h"
+#include "topo/comm_topology.h"
 #include "topo/discover.h"
 #include "topo/xml_read.h"
 #include "topo/xml_write.h"
+#include "transport/connection_table.h"
 
 namespace chorus::topo {
 

@@ -16,8 +16,11 @@ struct MappedHostMemory {
 
 }  // namespace
 
-ncclResult_t mapHostFifo(void* hostBase, size_t bytes, std::shared_ptr<void> owner, const ConnRequest& req,
-                         const char* transport, std::shared_ptr<void>* memory, char** deviceBase) {
+ncclResult_t mapFifoForKernels(const ConnRequest& req, const char* transport, void* hostBase, size_t bytes,
+                               std::shared_ptr<void>* memory, char** deviceBase) {
+  *deviceBase = nullptr;
+  if (!req.deviceMemory) return ncclSuccess;
+  std::shared_ptr<void> owner = *memory;
   std::shared_ptr<void> mapping;
   void* device = nullptr;
   ncclResult_t res = gpu::mapHostMemory(hostBase, bytes, &mapping, &device);
@@ -30,6 +33,14 @@ ncclResult_t mapHostFifo(void* hostBase, size_t bytes, std::shared_ptr<void> own
   auto both = std::make_shared<MappedHostMemory>(MappedHostMemory{std::move(owner), std::move(mapping)});
   *memory = std::shared_ptr<void>(std::move(both), alias);
   *deviceBase = static_cast<char*>(device);
+  return ncclSuccess;
+}
+
+ncclResult_t mapFifoEndForKernels(const ConnRequest& req, const char* transport, FifoEnd* end) {
+  char* device = nullptr;
+  CHORUS_CHECK(
+      mapFifoForKernels(req, transport, end->ctl, fifoTotalBytes(end->slotBytes, end->nslots), &end->memory, &device));
+  if (device != nullptr) pointFifoAt(end, device);
   return ncclSuccess;
 }
 

@@ -12,12 +12,20 @@
 
 namespace chorus {
 
-// Pins and maps `bytes` at `hostBase` (gpu::mapHostMemory). On success
-// *memory owns `owner` and the mapping (the mapping is released first, while
-// the host memory still exists) and points where `owner` points, and
-// *deviceBase is the address kernels use for `hostBase`.
-ncclResult_t mapHostFifo(void* hostBase, size_t bytes, std::shared_ptr<void> owner, const ConnRequest& req,
-                         const char* transport, std::shared_ptr<void>* memory, char** deviceBase);
+// The one answer to "map this host FIFO memory for kernels", shared by the
+// inproc, shm and net transports. When req.deviceMemory (the connection is
+// run by GPU kernels) it pins and maps the `bytes` at `hostBase`
+// (gpu::mapHostMemory): *memory then owns what it owned before and the
+// mapping (released first, while the host memory still exists), and
+// *deviceBase is the address kernels use for `hostBase`. Host-mode
+// connections: nothing is mapped and *deviceBase is null.
+ncclResult_t mapFifoForKernels(const ConnRequest& req, const char* transport, void* hostBase, size_t bytes,
+                               std::shared_ptr<void>* memory, char** deviceBase);
+
+// The same for a FIFO end fresh from the transport (host addresses): maps
+// the FIFO at end->ctl, keeps the mapping in end->memory and points the end
+// at the device addresses. Host-mode connections: the end is left as it is.
+ncclResult_t mapFifoEndForKernels(const ConnRequest& req, const char* transport, FifoEnd* end);
 
 // Points end->ctl / end->slots at a FIFO that starts at `base`.
 void pointFifoAt(FifoEnd* end, char* base);

@@ -55,22 +55,11 @@ double perUs(double gbs) { return gbs * 1e3; }
 
 }  // namespace
 
-const char* algoName(Algo a) {
-  switch (a) {
-    case Algo::Ring:
-      return "Ring";
-    case Algo::Tree:
-      return "Tree";
-    case Algo::Direct:
-      return "Direct";
-    case Algo::Hier:
-      return "Hier";
-  }
-  return "?";
-}
-const char* protoName(Proto p) { return p == Proto::Simple ? "Simple" : "LL"; }
-
 MachineModel machineModel(const graph::CommGraph* g, int nranks) {
+  return machineModel(g, nranks, g == nullptr || g->cpuDevices);
+}
+
+MachineModel machineModel(const graph::CommGraph* g, int nranks, bool hostMode) {
   MachineModel m;
   m.nranks = std::max(1, nranks);
   m.ranksPerHost = m.nranks;
@@ -80,7 +69,7 @@ MachineModel machineModel(const graph::CommGraph* g, int nranks) {
   m.nhosts = std::max(1, g->nhosts);
   m.ranksPerHost = *std::max_element(g->ranksOnHost.begin(), g->ranksOnHost.end());
   m.uniformHosts = g->ranksPerHost > 0;
-  m.hostMode = g->cpuDevices;
+  m.hostMode = hostMode;
   m.nicBwGBs = g->nicBwGBs > 0 ? g->nicBwGBs : g->netBwGBs;
   m.nics = std::max(1, g->nicsPerHost);
   if (!m.hostMode) {

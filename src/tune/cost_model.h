@@ -24,18 +24,10 @@
 
 #include <cstddef>
 
-#include "enqueue/task.h"
+#include "core/coll_types.h"
 #include "graph/comm_graph.h"
 
 namespace chorus {
-
-enum class Algo : uint8_t { Ring = 0, Tree = 1, Direct = 2, Hier = 3 };
-enum class Proto : uint8_t { Simple = 0, LL = 1 };
-inline constexpr int kNumAlgos = 4;
-inline constexpr int kNumProtos = 2;
-
-const char* algoName(Algo a);
-const char* protoName(Proto p);
 
 struct MachineModel {
   int nranks = 1;
@@ -59,7 +51,11 @@ struct MachineModel {
   bool llAcrossHosts = true;
 };
 
-// The model of a communicator: from its graph, or (graph == nullptr) one host of nranks host-mode ranks.
+// The model of a communicator: from its graph, or (graph == nullptr) one host
+// of nranks host-mode ranks. `hostMode` is the communicator's mode; without
+// it the graph's placement says (ranks on CPU nodes: host mode), which is
+// what a tool that has a graph but no communicator can know.
+MachineModel machineModel(const graph::CommGraph* graph, int nranks, bool hostMode);
 MachineModel machineModel(const graph::CommGraph* graph, int nranks);
 
 // Estimated microseconds, or a negative value when the algorithm cannot run the collective.

@@ -4,7 +4,6 @@
 #include <cctype>
 #include <cstdio>
 
-#include "core/comm_query.h"
 #include "core/log.h"
 #include "core/result.h"
 
@@ -55,15 +54,10 @@ constexpr unsigned kAllAlgos = (1u << kNumAlgos) - 1;
 
 unsigned bit(Algo a) { return 1u << static_cast<int>(a); }
 
-bool isP2P(CollType t) {
-  return t == CollType::Send || t == CollType::Recv || t == CollType::AlltoAll || t == CollType::Gather ||
-         t == CollType::Scatter;
-}
-
 // Algorithms that implement `coll` here. Hier is offered only where it is
 // not just a ring (several hosts with several ranks each), unless forced.
 unsigned implementable(CollType coll, const MachineModel& m, bool forced) {
-  if (isP2P(coll)) return bit(Algo::Direct);
+  if (isPointToPoint(coll)) return bit(Algo::Direct);
   if (coll != CollType::AllReduce) return bit(Algo::Ring);
   unsigned a = bit(Algo::Ring) | bit(Algo::Tree);
   if (m.nranks == 2) a |= bit(Algo::Direct);
@@ -93,22 +87,22 @@ unsigned allowedProtos(const std::string& spec) {
   return m == 0 ? 0x3 : m;
 }
 
-TuneResult tuneCollective(CollType coll, size_t bytes, const MachineModel& m, const CommConfig& cfg) {
+TuneResult tuneCollective(CollType coll, size_t bytes, const MachineModel& m, const TuneKnobs& cfg) {
   TuneResult r;
   const unsigned requested = allowedAlgos(cfg.algo, coll);
   const bool algoForced = requested != kAllAlgos;
   unsigned algos = requested & implementable(coll, m, algoForced);
   if (algos == 0) {
     CHORUS_INFO(kLogTune, "NCCL_ALGO=%s has no algorithm for %s; using Ring", cfg.algo.c_str(), collName(coll));
-    algos = isP2P(coll) ? bit(Algo::Direct) : bit(Algo::Ring);
+    algos = isPointToPoint(coll) ? bit(Algo::Direct) : bit(Algo::Ring);
   }
-  unsigned protos = isP2P(coll) ? 1u : allowedProtos(cfg.proto);
+  unsigned protos = isPointToPoint(coll) ? 1u : allowedProtos(cfg.proto);
   if (!m.llAcrossHosts && m.nhosts > 1) protos &= 1u << static_cast<int>(Proto::Simple);
   if (protos == 0) protos = 1u << static_cast<int>(Proto::Simple);
-  if (algoForced && !isP2P(coll)) r.forced = "NCCL_ALGO";
-  if (!cfg.proto.empty() && !isP2P(coll)) r.forced += r.forced.empty() ? "NCCL_PROTO" : ",NCCL_PROTO";
+  if (algoForced && !isPointToPoint(coll)) r.forced = "NCCL_ALGO";
+  if (!cfg.proto.empty() && !isPointToPoint(coll)) r.forced += r.forced.empty() ? "NCCL_PROTO" : ",NCCL_PROTO";
   const int lo = std::max(1, cfg.minChannels);
-  const int hi = isP2P(coll) ? lo : std::max(lo, cfg.maxChannels);
+  const int hi = isPointToPoint(coll) ? lo : std::max(lo, cfg.maxChannels);
   r.winner.estimatedUs = -1;
   for (int a = 0; a < kNumAlgos; ++a) {
     if (!(algos & (1u << a))) continue;
@@ -126,7 +120,7 @@ TuneResult tuneCollective(CollType coll, size_t bytes, const MachineModel& m, co
     }
   }
   if (r.winner.estimatedUs < 0) {  // nothing applicable (cannot happen with the fallbacks above)
-    r.winner = TuneDecision{isP2P(coll) ? Algo::Direct : Algo::Ring, Proto::Simple, lo, 0};
+    r.winner = TuneDecision{isPointToPoint(coll) ? Algo::Direct : Algo::Ring, Proto::Simple, lo, 0};
   }
   return r;
 }
@@ -147,16 +141,18 @@ std::string tuningJson(CollType coll, size_t bytes, const MachineModel& m, const
   return s + "}";
 }
 
-ncclResult_t tuneTask(const Task& task, int nranks, const CommConfig& cfg, const graph::CommGraph* graph,
-                      TuneDecision* out) {
-  const size_t bytes = taskBytes(task, nranks);
-  MachineModel model = machineModel(graph, nranks);
-  if (task.comm != nullptr && !commIsHostMode(task.comm)) model.llAcrossHosts = false;
-  TuneResult r = tuneCollective(task.type, bytes, model, cfg);
+MachineModel machineModel(const TuneInputs& in) {
+  MachineModel model = machineModel(in.graph, in.nranks, in.hostMode);
+  if (!in.hostMode) model.llAcrossHosts = false;
+  return model;
+}
+
+TuneDecision tuneCollective(CollType coll, size_t bytes, const TuneInputs& in) {
+  const MachineModel model = machineModel(in);
+  const TuneResult r = tuneCollective(coll, bytes, model, in.knobs);
   if (logEnabled(LogLevel::Info, kLogTune))
-    CHORUS_INFO(kLogTune, "TUNING %s", tuningJson(task.type, bytes, model, r).c_str());
-  *out = r.winner;
-  return ncclSuccess;
+    CHORUS_INFO(kLogTune, "TUNING %s", tuningJson(coll, bytes, model, r).c_str());
+  return r.winner;
 }
 
 }  // namespace chorus

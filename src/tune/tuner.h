@@ -1,7 +1,12 @@
 // The tuner: for each collective, pick algorithm x protocol x channel count
 // with the cost model (tune/cost_model.h), honouring NCCL_ALGO, NCCL_PROTO
 // and the channel bounds (NCCL_MIN/MAX_NCHANNELS, NCCL_MIN/MAX_CTAS,
-// ncclConfig_t minCTAs/maxCTAs, all folded into CommConfig at init).
+// ncclConfig_t minCTAs/maxCTAs, all folded into CommConfig at init and
+// handed over here as TuneKnobs).
+//
+// It sees a collective as (type, bytes) and a communicator as TuneInputs:
+// no task, no communicator, no executor. The caller that holds a Task
+// (plan building, ncclGroupSimulateEnd) goes through enqueue/task_tune.h.
 //
 // Every decision can be explained: with NCCL_DEBUG=INFO and
 // NCCL_DEBUG_SUBSYS=TUNING each one is logged as a single line
@@ -14,12 +19,27 @@
 #include <string>
 #include <vector>
 
-#include "core/comm_config.h"
-#include "enqueue/task.h"
+#include "core/coll_types.h"
 #include "graph/comm_graph.h"
 #include "tune/cost_model.h"
 
 namespace chorus {
+
+// The user's narrowing of the choice (NCCL_ALGO, NCCL_PROTO, channel bounds).
+struct TuneKnobs {
+  std::string algo;   // NCCL_ALGO syntax; empty: every algorithm
+  std::string proto;  // NCCL_PROTO syntax; empty: every protocol
+  int minChannels = 1;
+  int maxChannels = 1;
+};
+
+// What the tuner knows of a communicator.
+struct TuneInputs {
+  int nranks = 1;
+  bool hostMode = true;                     // the communicator's mode (commIsHostMode)
+  const graph::CommGraph* graph = nullptr;  // null: one host, rank order
+  TuneKnobs knobs;
+};
 
 struct TuneDecision {
   Algo algo = Algo::Ring;
@@ -46,12 +66,15 @@ struct TuneResult {
 unsigned allowedAlgos(const std::string& spec, CollType coll);
 unsigned allowedProtos(const std::string& spec);
 
-// The full evaluation behind a decision (chorus-topo prints it as a table).
-TuneResult tuneCollective(CollType coll, size_t bytes, const MachineModel& model, const CommConfig& cfg);
+// The full evaluation behind a decision on a given model (chorus-topo prints it as a table).
+TuneResult tuneCollective(CollType coll, size_t bytes, const MachineModel& model, const TuneKnobs& knobs);
 std::string tuningJson(CollType coll, size_t bytes, const MachineModel& model, const TuneResult& r);
 
-// Decision for one task; `graph` may be null (one host, rank order).
-ncclResult_t tuneTask(const Task& task, int nranks, const CommConfig& cfg, const graph::CommGraph* graph,
-                      TuneDecision* out);
+// The model of a communicator: its graph's, with the constraints of its mode.
+MachineModel machineModel(const TuneInputs& in);
+
+// The decision for `bytes` of `coll` (the API's "size", see taskBytes) on a
+// communicator; logs the TUNING line.
+TuneDecision tuneCollective(CollType coll, size_t bytes, const TuneInputs& in);
 
 }  // namespace chorus

@@ -21,6 +21,8 @@
 #include "graph/search.h"
 #include "graph/synthetic.h"
 #include "plan/plan_builder.h"
+#include "topo/comm_topology.h"
+#include "transport/connection_table.h"
 
 namespace chorus::test {
 namespace {

@@ -18,14 +18,14 @@
 #include <vector>
 
 #include "core/log.h"
+#include "enqueue/task_tune.h"
 #include "graph/graph_test_util.h"
-#include "tune/tuner.h"
 
 namespace chorus::graph::test {
 namespace {
 
-CommConfig freeConfig(int maxChannels = 16) {
-  CommConfig c;
+TuneKnobs freeConfig(int maxChannels = 16) {
+  TuneKnobs c;
   c.minChannels = 1;
   c.maxChannels = maxChannels;
   return c;
@@ -40,7 +40,7 @@ MachineModel gpuCluster(int hosts, double latencyScale = 1, double bwScale = 1) 
   return machineModel(&g, g.nranks);
 }
 
-TuneDecision decide(CollType coll, size_t bytes, const MachineModel& m, const CommConfig& cfg) {
+TuneDecision decide(CollType coll, size_t bytes, const MachineModel& m, const TuneKnobs& cfg) {
   return tuneCollective(coll, bytes, m, cfg).winner;
 }
 
@@ -84,6 +84,42 @@ TEST(Tuner, GpuKernelsAcrossHostsUseSimpleOnly) {
   for (const TuneCandidate& c : r.candidates) EXPECT_EQ(c.proto, Proto::Simple) << algoName(c.algo);
 }
 
+// The communicator's mode reaches the model through TuneInputs: the same
+// graph offers LL across hosts to host-mode ranks only.
+TEST(Tuner, ModeOfTheInputsDecidesLlAcrossHosts) {
+  auto t = synthetic(SyntheticShape::NvSwitch, 16, 8);
+  const CommGraph g = searchOk(t);
+  TuneInputs in;
+  in.nranks = g.nranks;
+  in.graph = &g;
+  in.knobs = freeConfig();
+  in.hostMode = true;
+  EXPECT_EQ(tuneCollective(CollType::AllReduce, 8, in).proto, Proto::LL);
+  in.hostMode = false;
+  EXPECT_FALSE(machineModel(in).llAcrossHosts);
+  EXPECT_EQ(tuneCollective(CollType::AllReduce, 8, in).proto, Proto::Simple);
+}
+
+// Point-to-point operations get the Direct algorithm, one channel, Simple.
+TEST(Tuner, PointToPointOperationsGoDirect) {
+  const MachineModel m = gpuCluster(2);
+  int p2p = 0;
+  for (CollType c :
+       {CollType::AllReduce, CollType::Broadcast, CollType::Reduce, CollType::AllGather, CollType::ReduceScatter,
+        CollType::AlltoAll, CollType::Gather, CollType::Scatter, CollType::Send, CollType::Recv}) {
+    const TuneDecision d = decide(c, 1 << 20, m, freeConfig());
+    if (!isPointToPoint(c)) {
+      EXPECT_NE(d.algo, Algo::Direct) << collName(c);
+      continue;
+    }
+    ++p2p;
+    EXPECT_EQ(d.algo, Algo::Direct) << collName(c);
+    EXPECT_EQ(d.proto, Proto::Simple) << collName(c);
+    EXPECT_EQ(d.nchannels, 1) << collName(c);
+  }
+  EXPECT_EQ(p2p, 5);
+}
+
 TEST(Tuner, LargeMessagesUseRingSimpleWithSeveralChannels) {
   const MachineModel m = gpuCluster(16);
   const TuneDecision d = decide(CollType::AllReduce, size_t(1) << 30, m, freeConfig());
@@ -119,7 +155,7 @@ TEST(Tuner, HierIsACandidateAcrossHosts) {
 
 TEST(Tuner, OverridesAreHonoured) {
   const MachineModel m = gpuCluster(16);
-  CommConfig cfg = freeConfig();
+  TuneKnobs cfg = freeConfig();
   cfg.algo = "ring";
   EXPECT_EQ(decide(CollType::AllReduce, 1024, m, cfg).algo, Algo::Ring);
   cfg.algo = "hier";
@@ -250,7 +286,9 @@ TEST(Tuner, TuningLineIsJson) {
   task.type = CollType::AllReduce;
   task.count = 262144;
   task.dtype = ncclFloat32;
-  CommConfig cfg = freeConfig();
+  CommConfig cfg;
+  cfg.minChannels = 1;
+  cfg.maxChannels = 16;
   cfg.algo = "ring,tree";
   TuneDecision d;
   EXPECT_EQ(tuneTask(task, g.nranks, cfg, &g, &d), ncclSuccess);

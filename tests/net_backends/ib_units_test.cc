@@ -314,21 +314,35 @@ TEST(IbKnobs, QpAttributesFromKnobsAndRecords) {
   EXPECT_EQ(ib::computeRtrAttrs(local, ibRemote, &rtr), ncclRemoteError);  // RoCE vs IB
 }
 
+// NCCL_NET_GDR_LEVEL names topo::PathType values: the five classes
+// LOC..SYS by name, or one digit in NCCL's legacy numbering.
 TEST(IbKnobs, GdrLevelParsingAndPolicy) {
-  ib::PathType level;
+  using topo::PathType;
+  PathType level;
   ASSERT_TRUE(ib::parseGdrLevel("", &level));
-  EXPECT_EQ(level, ib::PathType::PXB);
+  EXPECT_EQ(level, PathType::PXB);
   ASSERT_TRUE(ib::parseGdrLevel("phb", &level));
-  EXPECT_EQ(level, ib::PathType::PHB);
+  EXPECT_EQ(level, PathType::PHB);
   ASSERT_TRUE(ib::parseGdrLevel("SYS", &level));
-  EXPECT_EQ(level, ib::PathType::SYS);
+  EXPECT_EQ(level, PathType::SYS);
+  ASSERT_TRUE(ib::parseGdrLevel("loc", &level));
+  EXPECT_EQ(level, PathType::LOC);
   ASSERT_TRUE(ib::parseGdrLevel("1", &level));
-  EXPECT_EQ(level, ib::PathType::PIX);
-  EXPECT_FALSE(ib::parseGdrLevel("NVL2", &level));
-  EXPECT_FALSE(ib::parseGdrLevel("-1", &level));
-  EXPECT_TRUE(ib::gdrAllowed(ib::PathType::PXB, ib::PathType::PIX));
-  EXPECT_FALSE(ib::gdrAllowed(ib::PathType::PXB, ib::PathType::SYS));
-  EXPECT_FALSE(ib::gdrAllowed(ib::PathType::LOC, ib::PathType::LOC));
+  EXPECT_EQ(level, PathType::PIX);
+  ASSERT_TRUE(ib::parseGdrLevel("3", &level));
+  EXPECT_EQ(level, PathType::PHB);
+  ASSERT_TRUE(ib::parseGdrLevel("7", &level));  // larger digits: no limit
+  EXPECT_EQ(level, PathType::SYS);
+  for (const char* bad : {"NVL2", "-1", "NVL", "PXN", "C2C", "NET", "12", "pix "}) {
+    level = PathType::DIS;
+    EXPECT_FALSE(ib::parseGdrLevel(bad, &level)) << bad;
+    EXPECT_EQ(level, PathType::DIS) << bad;  // untouched
+  }
+  EXPECT_TRUE(ib::gdrAllowed(PathType::PXB, PathType::PIX));
+  EXPECT_TRUE(ib::gdrAllowed(PathType::PXB, PathType::PXB));
+  EXPECT_FALSE(ib::gdrAllowed(PathType::PXB, PathType::PHB));
+  EXPECT_FALSE(ib::gdrAllowed(PathType::PXB, PathType::SYS));
+  EXPECT_FALSE(ib::gdrAllowed(PathType::LOC, PathType::LOC));
 }
 
 TEST(IbKnobs, PeerMemoryDetectionLooksAtSysfs) {

@@ -12,6 +12,7 @@
 #include "core/comm.h"
 #include "core/result.h"
 #include "topo/comm_build.h"
+#include "topo/comm_topology.h"
 #include "topo/xml_read.h"
 
 namespace chorus::topo {

@@ -1,6 +1,7 @@
 // Topology graph basics and path classification on small hand-built graphs.
 #include <gtest/gtest.h>
 
+#include "topo/path_level.h"
 #include "topo/topology.h"
 #include "topo/topology_build.h"
 
@@ -30,6 +31,32 @@ TEST(PathNames, ParseAndPrint) {
   EXPECT_STREQ(pathTypeName(PathType::SYS), "SYS");
   EXPECT_STREQ(nodeTypeName(NodeType::Nic), "NIC");
   EXPECT_STREQ(linkTypeName(LinkType::NvLink), "NVLink");
+}
+
+// The path-level knobs share the legacy numbering and differ in the names
+// and digits they accept (NCCL_P2P_LEVEL vs NCCL_NET_GDR_LEVEL).
+TEST(PathLevels, LegacyNumbersAndPerKnobNames) {
+  const PathType legacy[] = {PathType::LOC, PathType::PIX, PathType::PXB, PathType::PHB, PathType::SYS, PathType::SYS};
+  for (unsigned long n = 0; n < 6; ++n) EXPECT_EQ(legacyPathLevel(n), legacy[n]) << n;
+  EXPECT_EQ(legacyPathLevel(123456), PathType::SYS);
+  PathType p = PathType::DIS;
+  EXPECT_TRUE(parsePathLevel("pxn", kP2pLevelSyntax, &p));
+  EXPECT_EQ(p, PathType::PXN);
+  p = PathType::DIS;
+  EXPECT_FALSE(parsePathLevel("pxn", kGdrLevelSyntax, &p));
+  EXPECT_EQ(p, PathType::DIS);
+  EXPECT_TRUE(parsePathLevel("123456789", kP2pLevelSyntax, &p));
+  EXPECT_EQ(p, PathType::SYS);
+  EXPECT_FALSE(parsePathLevel("1234567890", kP2pLevelSyntax, &p));
+  EXPECT_FALSE(parsePathLevel("12", kGdrLevelSyntax, &p));
+  EXPECT_TRUE(parsePathLevel("2", kGdrLevelSyntax, &p));
+  EXPECT_EQ(p, PathType::PXB);
+  for (const char* bad : {"", "NET", "DIS", "-1", "0x1", " 1"}) {
+    EXPECT_FALSE(parsePathLevel(bad, kP2pLevelSyntax, &p)) << bad;
+    EXPECT_FALSE(parsePathLevel(bad, kGdrLevelSyntax, &p)) << bad;
+  }
+  EXPECT_EQ(pathLevelNames(kGdrLevelSyntax), "LOC, PIX, PXB, PHB, SYS");
+  EXPECT_EQ(pathLevelNames(kP2pLevelSyntax), "LOC, NVL, NVB, C2C, PIX, PXB, PXN, PHB, SYS");
 }
 
 TEST(BusIds, Normalized) {

@@ -1,13 +1,17 @@
 // Host plan -> lane-kernel launch arrays (src/gpu/lane_translate.cc), on
-// hand-built plans over FIFOs in host memory: step order and fields, the
-// connector table (both ends of a FIFO see the same counters; one entry per
-// connector), launches split where the reduction spec changes, LL piece
-// sizing, and the invariants it refuses to break.
+// hand-built segment plans over FIFOs in host memory: the connector table
+// (one launch entry per connector; both ends of a FIFO see the same
+// counters), conn ids and ring tables remapped to the launch's arrays,
+// zero-copy only where the receiver reads the sender's memory, point-to-point
+// in bytes, launches split where the reduction spec changes or a launch is
+// full (at task boundaries only), a launch whose size does not depend on the
+// message size, LL piece sizing, and the invariants it refuses to break.
 #include <gtest/gtest.h>
 
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -15,12 +19,16 @@
 #include "core/comm.h"
 #include "gpu/lane_translate.h"
 #include "plan/plan_builder.h"
+#include "transport/connection_table.h"
 #include "unit/host_fifo_util.h"
 
 namespace chorus {
 namespace {
 
 using namespace chorus::test;
+using sched::kNoConn;
+
+constexpr uint32_t kSlot = 131072;
 
 class LaneTranslate : public ::testing::Test {
  protected:
@@ -28,52 +36,96 @@ class LaneTranslate : public ::testing::Test {
   std::map<std::pair<const void*, bool>, uint64_t> positions;
   gpu::PositionFor positionFor = [this](const FifoEnd& e, bool sender) { return &positions[{e.ctl, sender}]; };
   float in[1024] = {}, out[1024] = {};
-
   Plan plan;
-  Task& addTask(ncclDataType_t type, ReduceKind kind) {
-    plan.tasks.emplace_back();
-    plan.tasks.back().spec = ReduceSpec{type, kind, nullptr, 4};
-    return plan.tasks.back();
+  std::vector<gpu::LaunchArrays> launches;
+
+  uint16_t addTask(ncclDataType_t type, ReduceKind kind, CollType coll = CollType::AllReduce) {
+    Task t;
+    t.type = coll;
+    t.dtype = type;
+    t.spec = ReduceSpec{type, kind, nullptr, 4};
+    plan.tasks.push_back(t);
+    return static_cast<uint16_t>(plan.tasks.size() - 1);
   }
-  HostStep step(const Task& t, RecvConnector* r, SendConnector* s, size_t count) {
-    HostStep h;
-    if (r) h.recv[h.nRecv++] = r;
-    if (s) h.send[h.nSend++] = s;
-    h.src = reinterpret_cast<const char*>(in);
-    h.dst = reinterpret_cast<char*>(out);
-    h.count = count;
-    h.spec = &t.spec;
-    return h;
+  // A connector's id in the plan's table (one entry per connector, as the plan builder makes it).
+  int16_t conn(RecvConnector* r) { return connId(r, nullptr); }
+  int16_t conn(SendConnector* s) { return connId(nullptr, s); }
+  void addLanes(size_t n, uint32_t pieceBytes = kSlot, Proto proto = Proto::Simple) {
+    for (size_t i = 0; i < n; ++i) {
+      plan.lanes.emplace_back();
+      plan.lanes.back().pieceBytes = pieceBytes;
+      plan.lanes.back().proto = proto;
+    }
+  }
+  // A Single segment of `task`: receives from `recv`, combines with in[], writes out[] and sends to `send`.
+  sched::Segment single(uint16_t task, int16_t recv, int16_t send, uint64_t count) {
+    sched::Segment s;
+    s.task = task;
+    s.count = count;
+    s.src = in;
+    s.dst = out;
+    s.conn[0] = recv;
+    s.conn[2] = send;
+    s.flags = static_cast<uint8_t>(sched::kSegHasSrc | sched::kSegHasDst);
+    return s;
+  }
+  // A plain send of in[] (no local output), zero-copy if `direct`.
+  sched::Segment sendOnly(uint16_t task, int16_t send, uint64_t count, bool direct) {
+    sched::Segment s = single(task, kNoConn, send, count);
+    s.dst = nullptr;
+    s.flags = static_cast<uint8_t>(sched::kSegHasSrc | (direct ? sched::kSegDirect : 0));
+    return s;
+  }
+  ncclResult_t translate(const gpu::PositionFor& where) { return gpu::translatePlan(plan, where, &launches); }
+  ncclResult_t translate() { return translate(positionFor); }
+
+ private:
+  std::map<const void*, int16_t> ids_;
+  int16_t connId(RecvConnector* r, SendConnector* s) {
+    const void* key = r ? static_cast<const void*>(r) : static_cast<const void*>(s);
+    auto it = ids_.find(key);
+    if (it != ids_.end()) return it->second;
+    plan.conns.push_back(ConnRef{r, s});
+    return ids_[key] = static_cast<int16_t>(plan.conns.size() - 1);
   }
 };
 
-TEST_F(LaneTranslate, StepsConnectorsAndPositionsMapOneToOne) {
-  plan.tasks.reserve(4);
-  HostFifo a(131072, 8, 0, 1), b(131072, 8, 2, 0);
-  const Task& t = addTask(ncclFloat32, ReduceKind::Sum);
-  plan.lanes.resize(1);
-  plan.lanes[0].pieceBytes = 131072;
-  plan.lanes[0].steps = {step(t, b.recv.get(), a.send.get(), 100), step(t, b.recv.get(), nullptr, 50),
-                         step(t, nullptr, a.send.get(), 0)};  // empty steps are dropped
-  std::vector<gpu::LaunchArrays> launches;
-  ASSERT_EQ(gpu::translatePlan(plan, positionFor, &launches), ncclSuccess);
+TEST_F(LaneTranslate, SegmentsConnectorsAndPositionsMapOneToOne) {
+  HostFifo a(kSlot, 8, 0, 1), b(kSlot, 8, 2, 0);
+  const uint16_t t = addTask(ncclFloat32, ReduceKind::Sum);
+  const int16_t fromB = conn(b.recv.get()), toA = conn(a.send.get());
+  // A second table entry naming b's receive end again: still one connector end in the launch.
+  plan.conns.push_back(ConnRef{b.recv.get(), nullptr});
+  const auto fromBAgain = static_cast<int16_t>(plan.conns.size() - 1);
+  addLanes(1);
+  plan.lanes[0].segments = {single(t, fromB, toA, 100), single(t, fromBAgain, kNoConn, 50),
+                            single(t, kNoConn, toA, 0)};  // empty segments are dropped
+  ASSERT_EQ(translate(), ncclSuccess);
   ASSERT_EQ(launches.size(), 1u);
   const auto& L = launches[0];
   EXPECT_EQ(L.header.type, ncclFloat32);
   EXPECT_EQ(L.header.kind, ReduceKind::Sum);
   EXPECT_EQ(L.header.divisor, 4);
+  EXPECT_EQ(L.header.nSegments, 2);
+  EXPECT_EQ(L.header.nFifos, 2);
   ASSERT_EQ(L.lanes.size(), 1u);
-  EXPECT_EQ(L.lanes[0].nSteps, 2u);
-  EXPECT_EQ(L.lanes[0].pieceBytes, 131072u);
+  EXPECT_EQ(L.lanes[0].firstSegment, 0u);
+  EXPECT_EQ(L.lanes[0].nSegments, 2u);
+  EXPECT_EQ(L.lanes[0].pieceBytes, kSlot);
   ASSERT_EQ(L.fifos.size(), 2u);  // b's receive end and a's send end, each once
-  ASSERT_EQ(L.steps.size(), 2u);
-  EXPECT_EQ(L.steps[0].nRecv, 1);
-  EXPECT_EQ(L.steps[0].nSend, 1);
-  EXPECT_EQ(L.steps[1].recv[0], L.steps[0].recv[0]);
-  EXPECT_EQ(L.steps[0].count, 100u);
-  EXPECT_EQ(L.steps[1].count, 50u);
-  const dev::DevFifo& recvEnd = L.fifos[L.steps[0].recv[0]];
-  const dev::DevFifo& sendEnd = L.fifos[L.steps[0].send[0]];
+  ASSERT_EQ(L.segments.size(), 2u);
+  EXPECT_EQ(L.segments[1].conn[0], L.segments[0].conn[0]);
+  EXPECT_EQ(L.segments[1].conn[2], kNoConn);
+  EXPECT_EQ(L.segments[0].count, 100u);
+  EXPECT_EQ(L.segments[1].count, 50u);
+  // The steps the kernel generates name the launch's fifo indices.
+  const sched::StepDesc d = sched::segmentStep(L.segments[0], nullptr, 0);
+  ASSERT_EQ(d.nRecv, 1);
+  ASSERT_EQ(d.nSend, 1);
+  ASSERT_TRUE(d.recv[0] >= 0 && d.recv[0] < 2 && d.send[0] >= 0 && d.send[0] < 2);
+  EXPECT_NE(d.recv[0], d.send[0]);
+  const dev::DevFifo& recvEnd = L.fifos[d.recv[0]];
+  const dev::DevFifo& sendEnd = L.fifos[d.send[0]];
   EXPECT_EQ(recvEnd.tail, reinterpret_cast<uint64_t*>(&b.recv->end().ctl->tail));
   EXPECT_EQ(recvEnd.head, reinterpret_cast<uint64_t*>(&b.recv->end().ctl->head));
   EXPECT_EQ(recvEnd.peer, 2);
@@ -86,134 +138,252 @@ TEST_F(LaneTranslate, StepsConnectorsAndPositionsMapOneToOne) {
 }
 
 TEST_F(LaneTranslate, BothEndsOfAFifoShareCounters) {
-  plan.tasks.reserve(4);
-  HostFifo f(131072, 4, 0, 1);
-  const Task& t = addTask(ncclFloat32, ReduceKind::Sum);
-  plan.lanes.resize(2);
-  plan.lanes[0].steps = {step(t, nullptr, f.send.get(), 10)};
-  plan.lanes[1].steps = {step(t, f.recv.get(), nullptr, 10)};
-  for (auto& l : plan.lanes) l.pieceBytes = 131072;
-  std::vector<gpu::LaunchArrays> launches;
-  ASSERT_EQ(gpu::translatePlan(plan, positionFor, &launches), ncclSuccess);
+  HostFifo f(kSlot, 4, 0, 1);
+  const uint16_t t = addTask(ncclFloat32, ReduceKind::Sum);
+  addLanes(2);
+  plan.lanes[0].segments = {single(t, kNoConn, conn(f.send.get()), 10)};
+  plan.lanes[1].segments = {single(t, conn(f.recv.get()), kNoConn, 10)};
+  ASSERT_EQ(translate(), ncclSuccess);
   ASSERT_EQ(launches.size(), 1u);
   ASSERT_EQ(launches[0].fifos.size(), 2u);
   EXPECT_EQ(launches[0].fifos[0].tail, launches[0].fifos[1].tail);
   EXPECT_EQ(launches[0].fifos[0].head, launches[0].fifos[1].head);
   EXPECT_NE(launches[0].fifos[0].position, launches[0].fifos[1].position);  // each side counts its own
+  EXPECT_EQ(launches[0].lanes[1].firstSegment, 1u);
 }
 
 TEST_F(LaneTranslate, ZeroCopyOnlyWhereTheReceiverReadsTheSendersMemory) {
-  plan.tasks.reserve(4);
-  HostFifo reads(131072, 4, 0, 1, /*peerReads=*/true), cannot(131072, 4, 0, 2, /*peerReads=*/false);
-  Task& t = addTask(ncclFloat32, ReduceKind::Sum);
-  t.type = CollType::Send;  // point-to-point: a byte-copy launch, counts in bytes
-  plan.lanes.resize(2);
-  HostStep a = step(t, nullptr, reads.send.get(), 10), b = step(t, nullptr, cannot.send.get(), 10);
-  a.dst = b.dst = nullptr;
-  a.direct = b.direct = true;
-  plan.lanes[0].steps = {a, step(t, nullptr, reads.send.get(), 5)};
-  plan.lanes[1].steps = {b};
-  for (auto& l : plan.lanes) l.pieceBytes = 131072;
-  std::vector<gpu::LaunchArrays> launches;
-  ASSERT_EQ(gpu::translatePlan(plan, positionFor, &launches), ncclSuccess);
+  HostFifo reads(kSlot, 4, 0, 1, /*peerReads=*/true), cannot(kSlot, 4, 0, 2, /*peerReads=*/false);
+  const uint16_t t = addTask(ncclFloat32, ReduceKind::Sum, CollType::Send);  // a byte-copy launch
+  addLanes(2);
+  const int16_t toReader = conn(reads.send.get()), toOther = conn(cannot.send.get());
+  plan.lanes[0].segments = {sendOnly(t, toReader, 10, true), sendOnly(t, toReader, 5, false)};
+  plan.lanes[1].segments = {sendOnly(t, toOther, 10, true)};
+  ASSERT_EQ(translate(), ncclSuccess);
   ASSERT_EQ(launches.size(), 1u);
-  ASSERT_EQ(launches[0].steps.size(), 3u);
+  const auto& segs = launches[0].segments;
+  ASSERT_EQ(segs.size(), 3u);
   EXPECT_EQ(launches[0].header.type, ncclUint8);
-  EXPECT_EQ(launches[0].steps[0].direct, 1);
-  EXPECT_EQ(launches[0].steps[0].count, 40u) << "a descriptor's size is the step's bytes";
-  EXPECT_EQ(launches[0].steps[1].direct, 0) << "an unregistered send stays a FIFO send";
-  EXPECT_EQ(launches[0].steps[2].direct, 0) << "the receiver cannot read this sender's memory";
+  EXPECT_NE(segs[0].flags & sched::kSegDirect, 0);
+  EXPECT_EQ(sched::segmentStep(segs[0], nullptr, 0).direct, 1);
+  EXPECT_EQ(segs[0].count, 40u) << "a descriptor's size is the step's bytes";
+  EXPECT_EQ(segs[1].flags & sched::kSegDirect, 0) << "an unregistered send stays a FIFO send";
+  EXPECT_EQ(segs[2].flags & sched::kSegDirect, 0) << "the receiver cannot read this sender's memory";
+  EXPECT_EQ(sched::segmentStep(segs[2], nullptr, 0).direct, 0);
 }
 
 TEST_F(LaneTranslate, LaunchesSplitWhereTheSpecChangesAndMergeEqualOnes) {
-  plan.tasks.reserve(4);
-  HostFifo f(131072, 4, 0, 1);
-  const Task& t0 = addTask(ncclFloat32, ReduceKind::Sum);
-  const Task& t1 = addTask(ncclFloat32, ReduceKind::Sum);  // same spec: fused with t0
-  const Task& t2 = addTask(ncclBfloat16, ReduceKind::Max);
-  plan.lanes.resize(1);
-  plan.lanes[0].pieceBytes = 131072;
-  plan.lanes[0].steps = {step(t0, nullptr, f.send.get(), 10), step(t1, nullptr, f.send.get(), 20),
-                         step(t2, nullptr, f.send.get(), 30)};
-  std::vector<gpu::LaunchArrays> launches;
-  ASSERT_EQ(gpu::translatePlan(plan, positionFor, &launches), ncclSuccess);
+  HostFifo f(kSlot, 4, 0, 1);
+  const uint16_t t0 = addTask(ncclFloat32, ReduceKind::Sum);
+  const uint16_t t1 = addTask(ncclFloat32, ReduceKind::Sum);  // same spec: fused with t0
+  const uint16_t t2 = addTask(ncclBfloat16, ReduceKind::Max);
+  const int16_t c = conn(f.send.get());
+  addLanes(1);
+  plan.lanes[0].segments = {single(t0, kNoConn, c, 10), single(t1, kNoConn, c, 20), single(t2, kNoConn, c, 30)};
+  ASSERT_EQ(translate(), ncclSuccess);
   ASSERT_EQ(launches.size(), 2u);
-  EXPECT_EQ(launches[0].steps.size(), 2u);
+  EXPECT_EQ(launches[0].segments.size(), 2u);
   EXPECT_EQ(launches[0].header.type, ncclFloat32);
-  EXPECT_EQ(launches[1].steps.size(), 1u);
+  ASSERT_EQ(launches[1].segments.size(), 1u);
+  EXPECT_EQ(launches[1].segments[0].count, 30u);
   EXPECT_EQ(launches[1].header.type, ncclBfloat16);
   EXPECT_EQ(launches[1].header.kind, ReduceKind::Max);
   // The connector keeps its position counter across launches.
   EXPECT_EQ(launches[0].fifos[0].position, launches[1].fifos[0].position);
 }
 
-// A launch's parameters hold a bounded number of steps: a long run of equal
-// collectives is split into several launches, at task boundaries only.
+// Ring orders travel with the launch: a segment's ringTable indexes the
+// launch's own copy, one copy per ring however many segments use it.
+TEST_F(LaneTranslate, RingTablesAreCopiedOncePerRing) {
+  HostFifo prev(kSlot, 4, 3, 0), next(kSlot, 4, 0, 1);
+  const uint16_t t = addTask(ncclFloat32, ReduceKind::Sum, CollType::AllGather);
+  plan.rankTable = {9, 9, 9, 2, 0, 1, 3};  // this ring's order starts at entry 3
+  addLanes(1);
+  sched::Segment g;
+  g.kind = sched::SegmentKind::RingGather;
+  g.task = t;
+  g.src = in;
+  g.dst = out;
+  g.count = 64;
+  g.roundElems = 32;
+  g.blockElems = 64;
+  g.nranks = 4;
+  g.pos = 1;
+  g.ringTable = 3;
+  g.conn[0] = conn(prev.recv.get());
+  g.conn[1] = conn(next.send.get());
+  sched::Segment g2 = g;
+  g2.begin = 64;
+  plan.lanes[0].segments = {g, g2};
+  ASSERT_EQ(translate(), ncclSuccess);
+  ASSERT_EQ(launches.size(), 1u);
+  const auto& L = launches[0];
+  EXPECT_EQ(L.rankTable, (std::vector<int32_t>{2, 0, 1, 3}));
+  EXPECT_EQ(L.header.nRankTable, 4);
+  ASSERT_EQ(L.segments.size(), 2u);
+  EXPECT_EQ(L.segments[0].ringTable, 0);
+  EXPECT_EQ(L.segments[1].ringTable, 0);
+  // The generated steps address the same blocks from the launch's table as from the plan's.
+  for (uint64_t i = 0; i < sched::segmentSteps(g); ++i) {
+    const sched::StepDesc want = sched::segmentStep(g, plan.ringTableOf(g), i);
+    const sched::StepDesc got = sched::segmentStep(L.segments[0], L.rankTable.data(), i);
+    EXPECT_EQ(got.dstOff, want.dstOff) << "step " << i;
+    EXPECT_EQ(got.count, want.count) << "step " << i;
+  }
+}
+
+// A launch's parameters hold a bounded number of segments: a long run of
+// equal collectives is split into several launches, at task boundaries only,
+// with every segment of a task (on every lane) in the same launch.
 TEST_F(LaneTranslate, ManyEqualCollectivesSplitAtTaskBoundariesWhenALaunchIsFull) {
-  constexpr int kTasks = 40, kStepsPerTask = 20;  // 800 steps > one launch
-  plan.tasks.reserve(kTasks);
-  HostFifo f(131072, 4, 0, 1);
-  plan.lanes.resize(1);
-  plan.lanes[0].pieceBytes = 131072;
-  for (int t = 0; t < kTasks; ++t) {
-    const Task& task = addTask(ncclFloat32, ReduceKind::Sum);
-    for (int k = 0; k < kStepsPerTask; ++k) plan.lanes[0].steps.push_back(step(task, nullptr, f.send.get(), 1));
+  constexpr int kTasks = 40;  // 2 lanes x (3..9) segments per task: about 480 segments, > one launch
+  HostFifo f0(kSlot, 4, 0, 1), f1(kSlot, 4, 0, 2);
+  addLanes(2);
+  const int16_t c0 = conn(f0.send.get()), c1 = conn(f1.send.get());
+  std::vector<size_t> perTask;
+  for (int k = 0; k < kTasks; ++k) {
+    const uint16_t t = addTask(ncclFloat32, ReduceKind::Sum);
+    const size_t n = 3 + static_cast<size_t>(k % 7);
+    perTask.push_back(2 * n);
+    for (size_t i = 0; i < n; ++i) {
+      plan.lanes[0].segments.push_back(single(t, kNoConn, c0, 1 + i));
+      plan.lanes[1].segments.push_back(single(t, kNoConn, c1, 1 + i));
+    }
   }
-  std::vector<gpu::LaunchArrays> launches;
-  ASSERT_EQ(gpu::translatePlan(plan, positionFor, &launches), ncclSuccess);
+  ASSERT_EQ(translate(), ncclSuccess);
   ASSERT_GE(launches.size(), 2u);
-  size_t total = 0;
+  size_t total = 0, nextTask = 0;
   for (const auto& l : launches) {
-    EXPECT_LE(l.steps.size(), static_cast<size_t>(dev::kLaunchMaxSteps));
-    EXPECT_EQ(l.steps.size() % kStepsPerTask, 0u) << "a task was cut between two launches";
-    EXPECT_EQ(l.header.nSteps, static_cast<int>(l.steps.size()));
-    total += l.steps.size();
+    EXPECT_LE(l.segments.size(), static_cast<size_t>(dev::kLaunchMaxSegments));
+    EXPECT_EQ(l.header.nSegments, static_cast<int>(l.segments.size()));
+    // Whole tasks, in order.
+    std::map<size_t, size_t> ofTask;
+    for (const auto& s : l.segments) ofTask[s.task] += 1;
+    for (const auto& [task, n] : ofTask) {
+      EXPECT_EQ(task, nextTask) << "tasks out of order across launches";
+      EXPECT_EQ(n, perTask[task]) << "task " << task << " was cut between two launches";
+      nextTask = task + 1;
+    }
+    total += l.segments.size();
   }
-  EXPECT_EQ(total, static_cast<size_t>(kTasks * kStepsPerTask));
+  EXPECT_EQ(nextTask, static_cast<size_t>(kTasks));
+  size_t want = 0;
+  for (size_t n : perTask) want += n;
+  EXPECT_EQ(total, want);
+}
+
+// One task that needs more segments than a launch holds cannot be split (its
+// lanes wait for each other): refused with a message that says why.
+TEST_F(LaneTranslate, ATaskTooLargeForOneLaunchIsInvalidUsage) {
+  HostFifo f(kSlot, 4, 0, 1);
+  const uint16_t t = addTask(ncclFloat32, ReduceKind::Sum);
+  const int16_t c = conn(f.send.get());
+  addLanes(1);
+  for (int i = 0; i <= dev::kLaunchMaxSegments; ++i) plan.lanes[0].segments.push_back(single(t, kNoConn, c, 1));
+  ASSERT_EQ(translate(), ncclInvalidUsage);
+  const std::string msg = ncclGetLastError(nullptr);
+  EXPECT_NE(msg.find("AllReduce"), std::string::npos) << msg;
+  EXPECT_NE(msg.find(std::to_string(dev::kLaunchMaxSegments + 1) + " segments"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("a launch holds"), std::string::npos) << msg;
+
+  plan.lanes[0].segments.pop_back();  // exactly full: one launch
+  ASSERT_EQ(translate(), ncclSuccess);
+  ASSERT_EQ(launches.size(), 1u);
+  EXPECT_EQ(launches[0].segments.size(), static_cast<size_t>(dev::kLaunchMaxSegments));
+}
+
+// A ring all-reduce of 2^31 + 1000 floats (8 GiB; the translator never
+// dereferences the buffers, so nothing that large exists) is one launch of
+// the same size as one of 1000 floats: one segment whose 64-bit count
+// survives, and whose generated steps reach past 2^31 elements.
+TEST_F(LaneTranslate, ALaunchDoesNotGrowWithTheMessage) {
+  HostFifo fromPrev(kSlot, 8, 0, 1), toNext(kSlot, 8, 1, 2);
+  const uint16_t t = addTask(ncclFloat32, ReduceKind::Sum);
+  const int16_t r = conn(fromPrev.recv.get()), s = conn(toNext.send.get());
+  addLanes(1);
+  constexpr int kRanks = 4;
+  constexpr uint64_t kRoundElems = kRanks * (kSlot / 2 / sizeof(float));
+  auto translateCount = [&](uint64_t count) {
+    sched::Segment seg;
+    seg.kind = sched::SegmentKind::RingAllReduce;
+    seg.task = t;
+    seg.src = in;
+    seg.dst = out;
+    seg.count = count;
+    seg.roundElems = kRoundElems;
+    seg.nranks = kRanks;
+    seg.pos = 1;
+    seg.conn[0] = r;
+    seg.conn[1] = s;
+    plan.lanes[0].segments = {seg};
+    EXPECT_EQ(translate(), ncclSuccess);
+    EXPECT_EQ(launches.size(), 1u);
+  };
+  translateCount(1000);
+  ASSERT_EQ(launches.size(), 1u);
+  const gpu::LaunchArrays small = launches[0];
+  const uint64_t huge = (uint64_t(1) << 31) + 1000;
+  translateCount(huge);
+  ASSERT_EQ(launches.size(), 1u);
+  const gpu::LaunchArrays& big = launches[0];
+  EXPECT_EQ(big.lanes.size(), small.lanes.size());
+  EXPECT_EQ(big.segments.size(), small.segments.size());
+  EXPECT_EQ(big.fifos.size(), small.fifos.size());
+  EXPECT_EQ(big.rankTable.size(), small.rankTable.size());
+  ASSERT_EQ(big.segments.size(), 1u);
+  const sched::Segment& seg = big.segments[0];
+  EXPECT_EQ(seg.count, huge);
+  EXPECT_EQ(seg.roundElems, kRoundElems);
+  const uint64_t rounds = sched::ceilDiv(huge, kRoundElems);
+  EXPECT_EQ(sched::segmentSteps(seg), rounds * static_cast<uint64_t>(sched::ringAllReduceSteps(kRanks)));
+  EXPECT_GT(sched::segmentSteps(seg), sched::segmentSteps(small.segments[0]) * 1000);
+  const sched::StepDesc last = sched::segmentStep(seg, nullptr, sched::segmentSteps(seg) - 1);
+  ASSERT_NE(last.dstOff, sched::kNoBuffer);  // the last step keeps the final chunk
+  EXPECT_GE(last.dstOff, (rounds - 1) * kRoundElems);
+  EXPECT_LE(last.dstOff + last.count, huge);
 }
 
 // Point-to-point tasks move bytes: a group that sends floats and receives
 // doubles is one launch of byte copies with byte counts.
 TEST_F(LaneTranslate, PointToPointGroupsRunAsOneByteLaunch) {
-  plan.tasks.reserve(4);
-  HostFifo out0(131072, 4, 0, 1), in0(131072, 4, 1, 0);
-  Task& send = addTask(ncclFloat32, ReduceKind::Sum);
-  send.type = CollType::Send;
-  Task& recv = addTask(ncclFloat64, ReduceKind::Sum);
-  recv.type = CollType::Recv;
-  plan.lanes.resize(2);
-  for (auto& l : plan.lanes) l.pieceBytes = 131072;
-  plan.lanes[0].steps = {step(send, nullptr, out0.send.get(), 10)};
-  plan.lanes[1].steps = {step(recv, in0.recv.get(), nullptr, 3)};
-  std::vector<gpu::LaunchArrays> launches;
-  ASSERT_EQ(gpu::translatePlan(plan, positionFor, &launches), ncclSuccess);
+  HostFifo out0(kSlot, 4, 0, 1), in0(kSlot, 4, 1, 0);
+  const uint16_t send = addTask(ncclFloat32, ReduceKind::Sum, CollType::Send);
+  const uint16_t recv = addTask(ncclFloat64, ReduceKind::Sum, CollType::Recv);
+  addLanes(2);
+  plan.lanes[0].segments = {sendOnly(send, conn(out0.send.get()), 10, false)};
+  sched::Segment r = single(recv, conn(in0.recv.get()), kNoConn, 3);
+  r.flags = sched::kSegHasDst;
+  r.begin = 2;  // elements into the buffer: bytes after translation
+  plan.lanes[1].segments = {r};
+  ASSERT_EQ(translate(), ncclSuccess);
   ASSERT_EQ(launches.size(), 1u);
   EXPECT_EQ(launches[0].header.type, ncclUint8);
-  ASSERT_EQ(launches[0].steps.size(), 2u);
-  EXPECT_EQ(launches[0].steps[0].count, 40u);
-  EXPECT_EQ(launches[0].steps[1].count, 24u);
+  ASSERT_EQ(launches[0].segments.size(), 2u);
+  EXPECT_EQ(launches[0].segments[0].count, 40u);
+  EXPECT_EQ(launches[0].segments[1].count, 24u);
+  EXPECT_EQ(launches[0].segments[1].begin, 16u);
+  for (const auto& s : launches[0].segments) EXPECT_NE(s.flags & sched::kSegBytes, 0);
 }
 
 // Every rank launches its group's point-to-point operations before its
 // collectives, whatever the call order, so no rank sits in a collective
 // waiting for a peer whose send comes after that peer's collective.
 TEST_F(LaneTranslate, PointToPointRunsBeforeTheGroupsCollectives) {
-  plan.tasks.reserve(4);
-  HostFifo ring(131072, 4, 0, 1), p2p(131072, 4, 0, 1);
-  const Task& coll = addTask(ncclFloat32, ReduceKind::Sum);
-  Task& send = addTask(ncclFloat32, ReduceKind::Sum);
-  send.type = CollType::Send;
-  plan.lanes.resize(2);
-  for (auto& l : plan.lanes) l.pieceBytes = 131072;
-  plan.lanes[0].steps = {step(coll, nullptr, ring.send.get(), 5)};
-  plan.lanes[1].steps = {step(send, nullptr, p2p.send.get(), 7)};
-  std::vector<gpu::LaunchArrays> launches;
-  ASSERT_EQ(gpu::translatePlan(plan, positionFor, &launches), ncclSuccess);
+  HostFifo ring(kSlot, 4, 0, 1), p2p(kSlot, 4, 0, 1);
+  const uint16_t coll = addTask(ncclFloat32, ReduceKind::Sum);
+  const uint16_t send = addTask(ncclFloat32, ReduceKind::Sum, CollType::Send);
+  addLanes(2);
+  plan.lanes[0].segments = {single(coll, kNoConn, conn(ring.send.get()), 5)};
+  plan.lanes[1].segments = {sendOnly(send, conn(p2p.send.get()), 7, false)};
+  ASSERT_EQ(translate(), ncclSuccess);
   ASSERT_EQ(launches.size(), 2u);
   EXPECT_EQ(launches[0].header.type, ncclUint8);
-  EXPECT_EQ(launches[0].steps[0].count, 28u);
+  ASSERT_EQ(launches[0].segments.size(), 1u);
+  EXPECT_EQ(launches[0].segments[0].count, 28u);
   EXPECT_EQ(launches[1].header.type, ncclFloat32);
-  EXPECT_EQ(launches[1].steps[0].count, 5u);
+  ASSERT_EQ(launches[1].segments.size(), 1u);
+  EXPECT_EQ(launches[1].segments[0].count, 5u);
+  EXPECT_EQ(launches[1].segments[0].flags & sched::kSegBytes, 0) << "collectives stay in elements";
 }
 
 TEST_F(LaneTranslate, LLPiecesCarryHalfASlotAtMostFourKiB) {
@@ -223,56 +393,81 @@ TEST_F(LaneTranslate, LLPiecesCarryHalfASlotAtMostFourKiB) {
   EXPECT_EQ(gpu::devicePieceBytes(Proto::Simple, 131072, 131072), 131072u);
   EXPECT_EQ(gpu::devicePieceBytes(Proto::Simple, 131072, 65536), 65536u);
 
-  plan.tasks.reserve(4);
   HostFifo f(8192, 4, 0, 1);
-  const Task& t = addTask(ncclFloat16, ReduceKind::Sum);
-  plan.lanes.resize(1);
-  plan.lanes[0].pieceBytes = 8192;
-  plan.lanes[0].proto = Proto::LL;
-  plan.lanes[0].steps = {step(t, nullptr, f.send.get(), 10)};
-  std::vector<gpu::LaunchArrays> launches;
-  ASSERT_EQ(gpu::translatePlan(plan, positionFor, &launches), ncclSuccess);
+  const uint16_t t = addTask(ncclFloat16, ReduceKind::Sum);
+  addLanes(1, 8192, Proto::LL);
+  plan.lanes[0].segments = {single(t, kNoConn, conn(f.send.get()), 10)};
+  ASSERT_EQ(translate(), ncclSuccess);
+  ASSERT_EQ(launches.size(), 1u);
   EXPECT_EQ(launches[0].lanes[0].protocol, dev::Protocol::LL);
   EXPECT_EQ(launches[0].lanes[0].pieceBytes, 4096u);
 }
 
 TEST_F(LaneTranslate, RefusesAConnectorSharedByTwoLanes) {
-  plan.tasks.reserve(4);
-  HostFifo f(131072, 4, 0, 1);
-  const Task& t = addTask(ncclFloat32, ReduceKind::Sum);
-  plan.lanes.resize(2);
-  plan.lanes[0].steps = {step(t, nullptr, f.send.get(), 10)};
-  plan.lanes[1].steps = {step(t, nullptr, f.send.get(), 10)};
-  std::vector<gpu::LaunchArrays> launches;
-  EXPECT_EQ(gpu::translatePlan(plan, positionFor, &launches), ncclInternalError);
+  HostFifo f(kSlot, 4, 0, 1);
+  const uint16_t t = addTask(ncclFloat32, ReduceKind::Sum);
+  addLanes(2);
+  const int16_t c = conn(f.send.get());
+  plan.lanes[0].segments = {single(t, kNoConn, c, 10)};
+  plan.lanes[1].segments = {single(t, kNoConn, c, 10)};
+  EXPECT_EQ(translate(), ncclInternalError);
   EXPECT_NE(std::string(ncclGetLastError(nullptr)).find("used by lanes 0 and 1"), std::string::npos);
 }
 
 TEST_F(LaneTranslate, RefusesTooManyLanesAndMissingCounters) {
-  plan.tasks.reserve(4);
-  const Task& t = addTask(ncclFloat32, ReduceKind::Sum);
+  const uint16_t t = addTask(ncclFloat32, ReduceKind::Sum);
   std::vector<std::unique_ptr<HostFifo>> fifos;
-  plan.lanes.resize(gpu::kMaxLanesPerLaunch + 1);
+  addLanes(gpu::kMaxLanesPerLaunch + 1, 4096);
   for (auto& l : plan.lanes) {
     fifos.push_back(std::make_unique<HostFifo>(4096, 2, 0, 1));
-    l.pieceBytes = 4096;
-    l.steps = {step(t, nullptr, fifos.back()->send.get(), 1)};
+    l.segments = {single(t, kNoConn, conn(fifos.back()->send.get()), 1)};
   }
-  std::vector<gpu::LaunchArrays> launches;
-  EXPECT_EQ(gpu::translatePlan(plan, positionFor, &launches), ncclInvalidUsage);
+  EXPECT_EQ(translate(), ncclInvalidUsage);
   EXPECT_NE(std::string(ncclGetLastError(nullptr)).find("65 lanes"), std::string::npos) << ncclGetLastError(nullptr);
 
   plan.lanes.resize(1);
   gpu::PositionFor none = [](const FifoEnd&, bool) -> uint64_t* { return nullptr; };
-  EXPECT_EQ(gpu::translatePlan(plan, none, &launches), ncclInternalError);
+  EXPECT_EQ(translate(none), ncclInternalError);
+  EXPECT_NE(std::string(ncclGetLastError(nullptr)).find("no device position counter"), std::string::npos);
+}
+
+// A lane runs its segments in order, and launches run tasks in order: a lane
+// whose segments go back to an earlier task cannot be run.
+TEST_F(LaneTranslate, RefusesSegmentsOutOfTaskOrder) {
+  HostFifo f(kSlot, 4, 0, 1);
+  const uint16_t t0 = addTask(ncclFloat32, ReduceKind::Sum);
+  const uint16_t t1 = addTask(ncclFloat32, ReduceKind::Max);
+  const int16_t c = conn(f.send.get());
+  addLanes(1);
+  plan.lanes[0].segments = {single(t1, kNoConn, c, 10), single(t0, kNoConn, c, 10)};
+  EXPECT_EQ(translate(), ncclInternalError);
+  EXPECT_NE(std::string(ncclGetLastError(nullptr)).find("out of task order"), std::string::npos)
+      << ncclGetLastError(nullptr);
 }
 
 // Real plans from the plan builder (every algorithm and protocol, several
-// collectives) must fit the lane kernel: they translate, keep every non-empty
-// step, stay within the lane limit, and across all ranks each FIFO appears
-// exactly once as a send end and once as a receive end.
+// collectives) must fit the lane kernel: each is one launch that keeps every
+// step, stays within the launch's limits and only names its own fifos and
+// rank table; across all ranks each FIFO appears exactly once as a send end
+// and once as a receive end.
 using RealCase = std::tuple<const char*, const char*, CollType>;
 class LaneTranslateRealPlans : public ::testing::TestWithParam<RealCase> {};
+
+void checkLaunch(RankCtx& ctx, const gpu::LaunchArrays& L) {
+  if (L.lanes.size() > gpu::kMaxLanesPerLaunch) ctx.fail("rank %d: %zu lanes", ctx.rank, L.lanes.size());
+  if (L.segments.size() > static_cast<size_t>(dev::kLaunchMaxSegments))
+    ctx.fail("rank %d: %zu segments", ctx.rank, L.segments.size());
+  for (const auto& dl : L.lanes)
+    if (dl.protocol == dev::Protocol::LL && dl.pieceBytes > dev::kLLMaxPieceBytes)
+      ctx.fail("rank %d: LL piece of %u bytes", ctx.rank, dl.pieceBytes);
+  for (const auto& s : L.segments) {
+    for (int16_t c : s.conn)
+      if (c != kNoConn && (c < 0 || static_cast<size_t>(c) >= L.fifos.size()))
+        ctx.fail("rank %d: connector %d of %zu fifos", ctx.rank, c, L.fifos.size());
+    if (s.ringTable >= 0 && static_cast<size_t>(s.ringTable) + static_cast<size_t>(s.nranks) > L.rankTable.size())
+      ctx.fail("rank %d: ring table %d+%d of %zu", ctx.rank, s.ringTable, s.nranks, L.rankTable.size());
+  }
+}
 
 TEST_P(LaneTranslateRealPlans, EveryRankTranslatesAndFifosPairUp) {
   const auto [algo, proto, coll] = GetParam();
@@ -303,18 +498,17 @@ TEST_P(LaneTranslateRealPlans, EveryRankTranslatesAndFifosPairUp) {
         gpu::PositionFor positionFor = [&](const FifoEnd& e, bool sender) { return &positions[{e.ctl, sender}]; };
         std::vector<gpu::LaunchArrays> launches;
         if (!RANK_OK(ctx, gpu::translatePlan(plan, positionFor, &launches))) return;
-        size_t hostSteps = 0, devSteps = 0;
+        uint64_t planSteps = 0, launchSteps = 0;
         for (const Lane& l : plan.lanes)
-          for (const HostStep& h : l.steps) hostSteps += h.count > 0;
+          for (const sched::Segment& s : l.segments) planSteps += sched::segmentSteps(s);
         for (const auto& L : launches) {
-          devSteps += L.steps.size();
-          if (L.lanes.size() > gpu::kMaxLanesPerLaunch) ctx.fail("rank %d: %zu lanes", ctx.rank, L.lanes.size());
-          for (const auto& dl : L.lanes)
-            if (dl.protocol == dev::Protocol::LL && dl.pieceBytes > dev::kLLMaxPieceBytes)
-              ctx.fail("rank %d: LL piece of %u bytes", ctx.rank, dl.pieceBytes);
+          checkLaunch(ctx, L);
+          for (const sched::Segment& s : L.segments) launchSteps += sched::segmentSteps(s);
         }
         if (launches.size() != 1) ctx.fail("rank %d: %zu launches for one task", ctx.rank, launches.size());
-        if (hostSteps != devSteps) ctx.fail("rank %d: %zu host steps, %zu device steps", ctx.rank, hostSteps, devSteps);
+        if (planSteps != launchSteps)
+          ctx.fail("rank %d: %llu plan steps, %llu launch steps", ctx.rank, static_cast<unsigned long long>(planSteps),
+                   static_cast<unsigned long long>(launchSteps));
         std::lock_guard<std::mutex> lock(mu);
         for (const auto& [key, value] : positions) {
           (void)value;

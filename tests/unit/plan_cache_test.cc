@@ -8,6 +8,7 @@
 
 #include "common/rank_runner.h"
 #include "core/comm.h"
+#include "plan/plan_cache.h"
 
 namespace chorus {
 namespace {
@@ -20,7 +21,7 @@ TEST(PlanCache, RepeatedGroupedSendRecvHitsTheCache) {
     const size_t n = 1000;
     std::vector<float> in(n), self(n), fromPeer(n);
     for (size_t i = 0; i < n; ++i) in[i] = static_cast<float>(ctx.rank * 10000 + i) + 0.25f;
-    const uint64_t builds0 = ctx.comm->planCache.builds(), hits0 = ctx.comm->planCache.hits();
+    const uint64_t builds0 = ctx.comm->planCache->builds(), hits0 = ctx.comm->planCache->hits();
     for (int round = 0; round < 3; ++round) {
       RANK_OK(ctx, ncclGroupStart());
       RANK_OK(ctx, ncclSend(in.data(), n, ncclFloat32, ctx.rank, ctx.comm, nullptr));
@@ -35,7 +36,7 @@ TEST(PlanCache, RepeatedGroupedSendRecvHitsTheCache) {
         }
       }
     }
-    const uint64_t builds = ctx.comm->planCache.builds() - builds0, hits = ctx.comm->planCache.hits() - hits0;
+    const uint64_t builds = ctx.comm->planCache->builds() - builds0, hits = ctx.comm->planCache->hits() - hits0;
     if (builds != 1 || hits != 2)
       ctx.fail("rank %d: the same group 3 times built %llu plans and hit the cache %llu times (want 1 and 2)",
                ctx.rank, static_cast<unsigned long long>(builds), static_cast<unsigned long long>(hits));

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <string>
 
+#include "enqueue/task_tune.h"
 #include "graph/links.h"
 #include "topo/describe.h"
-#include "tune/tuner.h"
 
 namespace chorus::tools {
 namespace {
@@ -92,7 +92,7 @@ std::string lowerName(Algo a, Proto p) {
   return s;
 }
 
-void printTable(FILE* out, CollType coll, const MachineModel& m, const CommConfig& cfg, const TableOptions& o) {
+void printTable(FILE* out, CollType coll, const MachineModel& m, const TuneKnobs& cfg, const TableOptions& o) {
   const TuneResult probe = tuneCollective(coll, o.maxBytes, m, cfg);
   fprintf(out, "\n%s, %d ranks on %d host%s, channels %d..%d%s%s\n", collName(coll), m.nranks, m.nhosts,
           m.nhosts == 1 ? "" : "s", cfg.minChannels, cfg.maxChannels, probe.forced.empty() ? "" : ", narrowed by ",
@@ -181,8 +181,14 @@ void printTuner(FILE* out, const graph::CommGraph& g, const CommConfig& cfg, con
   fprintf(out,
           "est us per candidate (channels in parentheses), * = chosen. Knobs: NCCL_ALGO, NCCL_PROTO,\n"
           "NCCL_MIN/MAX_NCHANNELS, NCCL_MIN/MAX_CTAS; see docs/topology.md.\n");
-  const MachineModel m = machineModel(&g, g.nranks);
-  for (CollType c : opts.colls) printTable(out, c, m, cfg, opts);
+  // The ranks' mode is the graph's: GPU mode when they sit on GPUs.
+  TuneInputs in;
+  in.nranks = g.nranks;
+  in.hostMode = g.cpuDevices;
+  in.graph = &g;
+  in.knobs = tuneKnobs(cfg);
+  const MachineModel m = machineModel(in);
+  for (CollType c : opts.colls) printTable(out, c, m, in.knobs, opts);
 }
 
 }  // namespace chorus::tools

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "core/coll_types.h"
 #include "core/comm_config.h"
-#include "enqueue/task.h"
 #include "graph/comm_graph.h"
 #include "topo/comm_topology.h"
 

@@ -91,8 +91,7 @@ ncclResult_t InprocTransport::createRecv(const ConnRequest& req, const PeerInfo&
   fifoInit(raw, req.slotBytes, req.nslots, getpid());
   InprocFifo fifo;
   fifo.memory = std::shared_ptr<void>(raw, [](void* p) { std::free(p); });
-  if (req.deviceMemory)
-    CHORUS_CHECK(mapHostFifo(raw, bytes, fifo.memory, req, "inproc", &fifo.memory, &fifo.deviceBase));
+  CHORUS_CHECK(mapFifoForKernels(req, "inproc", raw, bytes, &fifo.memory, &fifo.deviceBase));
   *end = viewOf(fifo, req.peerRank);
   uint64_t id = InprocFifoRegistry::instance().put(std::move(fifo));
   handle->resize(sizeof(id));

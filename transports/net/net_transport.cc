@@ -62,17 +62,6 @@ std::string linkLabel(const ConnRequest& req, const chorusNet_v1_t* net, int dev
   return req.label + " via " + net->name + "/" + devName;
 }
 
-// GPU mode: maps the FIFO `end` (fresh from NetProxy::attach) for kernels and
-// points it at the device addresses. The mapping lives as long as the end.
-ncclResult_t mapForKernels(const ConnRequest& req, FifoEnd* end) {
-  if (!req.deviceMemory) return ncclSuccess;
-  char* device = nullptr;
-  CHORUS_CHECK(
-      mapHostFifo(end->ctl, fifoTotalBytes(req.slotBytes, req.nslots), end->memory, req, "net", &end->memory, &device));
-  pointFifoAt(end, device);
-  return ncclSuccess;
-}
-
 // Same host (NCCL_SHM_DISABLE=1): the executor can also watch the peer's pid.
 int pidToWatch(const PeerInfo& peer) { return peer.hostHash == hostHash() ? peer.pid : 0; }
 
@@ -102,7 +91,7 @@ ncclResult_t NetTransport::createRecv(const ConnRequest& req, const PeerInfo& pe
   memcpy(handle->data() + sizeof(hdr), netHandle, CHORUS_NET_HANDLE_BYTES);
   CHORUS_INFO(kLogNet, "net: %s: receiver listening (slots %u x %u B)", link->label.c_str(), req.nslots, req.slotBytes);
   *end = NetProxy::forThisProcess().attach(std::move(link), req.peerRank, pidToWatch(peer));
-  return mapForKernels(req, end);
+  return mapFifoEndForKernels(req, "net", end);
 }
 
 ncclResult_t NetTransport::connectSend(const ConnRequest& req, const PeerInfo& peer, const std::vector<uint8_t>& handle,
@@ -150,7 +139,7 @@ ncclResult_t NetTransport::connectSend(const ConnRequest& req, const PeerInfo& p
   }
   CHORUS_INFO(kLogNet, "net: %s: sender connected", link->label.c_str());
   *end = NetProxy::forThisProcess().attach(std::move(link), req.peerRank, pidToWatch(peer));
-  return mapForKernels(req, end);
+  return mapFifoEndForKernels(req, "net", end);
 }
 
 bool NetTransport::awaitRetired(std::chrono::milliseconds bound) {

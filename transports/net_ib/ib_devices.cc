@@ -67,12 +67,12 @@ int lanes(int widthCode) {
 }
 
 int gpuPointerSupport(const VerbsApi* api) {
-  PathType level = PathType::PXB;
+  topo::PathType level = topo::PathType::PXB;
   if (!parseGdrLevel(params::netGdrLevel(), &level)) {
     CHORUS_WARN(kLogNet, "NET/IB: ignoring unparsable NCCL_NET_GDR_LEVEL=%s", params::netGdrLevel().c_str());
-    level = PathType::PXB;
+    level = topo::PathType::PXB;
   }
-  if (level == PathType::LOC) return 0;
+  if (level == topo::PathType::LOC) return 0;
   int bits = 0;
   if (peerMemoryLoaded("/sys")) bits |= CHORUS_NET_PTR_CUDA;
   if (api->regDmabufMr != nullptr) bits |= CHORUS_NET_PTR_DMABUF;

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "core/result.h"
+#include "topo/path_level.h"
 
 namespace chorus::ib {
 
@@ -49,27 +50,16 @@ IbRtsAttrs computeRtsAttrs(const IbConnMeta& local, const IbQpKnobs& knobs) {
   return a;
 }
 
-bool parseGdrLevel(const std::string& text, PathType* level) {
-  static const char* const kNames[] = {"LOC", "PIX", "PXB", "PHB", "SYS"};
+bool parseGdrLevel(const std::string& text, topo::PathType* level) {
   if (text.empty()) {
-    *level = PathType::PXB;
+    *level = topo::PathType::PXB;
     return true;
   }
-  for (int i = 0; i < 5; ++i) {
-    if (strcasecmp(text.c_str(), kNames[i]) == 0) {
-      *level = static_cast<PathType>(i);
-      return true;
-    }
-  }
-  if (text.size() == 1 && text[0] >= '0' && text[0] <= '9') {
-    *level = static_cast<PathType>(std::min(text[0] - '0', 4));  // larger numbers: no limit
-    return true;
-  }
-  return false;
+  return topo::parsePathLevel(text, topo::kGdrLevelSyntax, level);
 }
 
-bool gdrAllowed(PathType level, PathType gpuToNic) {
-  return level != PathType::LOC && static_cast<int>(gpuToNic) <= static_cast<int>(level);
+bool gdrAllowed(topo::PathType level, topo::PathType gpuToNic) {
+  return level != topo::PathType::LOC && gpuToNic <= level;
 }
 
 bool peerMemoryLoaded(const std::string& sysRoot) {

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "nccl.h"
+#include "topo/topology.h"
 #include "transports/net_ib/ib_conn_meta.h"
 
 namespace chorus::ib {
@@ -49,13 +50,13 @@ struct IbRtsAttrs {
 ncclResult_t computeRtrAttrs(const IbConnMeta& local, const IbConnMeta& remote, IbRtrAttrs* out);
 IbRtsAttrs computeRtsAttrs(const IbConnMeta& local, const IbQpKnobs& knobs);
 
-// NCCL_NET_GDR_LEVEL: the farthest GPU-NIC path over which GPU memory is
-// registered directly. Names LOC < PIX < PXB < PHB < SYS (or 0..4). LOC (0)
+// NCCL_NET_GDR_LEVEL: the farthest GPU-NIC path class (topo::PathType) over
+// which GPU memory is registered directly. Names LOC < PIX < PXB < PHB < SYS
+// (or one digit in NCCL's legacy numbering, topo/path_level.h). LOC (0)
 // disables GPUDirect RDMA.
-enum class PathType : int { LOC = 0, PIX = 1, PXB = 2, PHB = 3, SYS = 4 };
 // Empty: the default (PXB). false on garbage.
-bool parseGdrLevel(const std::string& text, PathType* level);
-bool gdrAllowed(PathType level, PathType gpuToNic);
+bool parseGdrLevel(const std::string& text, topo::PathType* level);
+bool gdrAllowed(topo::PathType level, topo::PathType gpuToNic);
 
 // Kernel support for registering GPU memory with ibv_reg_mr (nvidia-peermem
 // or the older nv_peer_mem), looked up under `sysRoot` ("/sys" normally).

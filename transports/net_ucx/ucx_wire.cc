@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "chorus/net_plugin.h"
+#include "core/little_endian.h"
 #include "core/result.h"
 
 namespace chorus::ucx {
@@ -22,36 +23,28 @@ constexpr size_t kAddrOffset = 8;
 constexpr size_t kListenIdOffset = 24;
 static_assert(kListenIdOffset + 8 <= CHORUS_NET_HANDLE_BYTES);
 
-void putLe(uint8_t* p, uint64_t v, size_t bytes) {
-  for (size_t i = 0; i < bytes; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
-}
-uint64_t getLe(const uint8_t* p, size_t bytes) {
-  uint64_t v = 0;
-  for (size_t i = 0; i < bytes; ++i) v |= static_cast<uint64_t>(p[i]) << (8 * i);
-  return v;
-}
-
 }  // namespace
 
 void encodeListenHandle(const ListenHandle& handle, void* out) {
   auto* p = static_cast<uint8_t*>(out);
   std::memset(p, 0, CHORUS_NET_HANDLE_BYTES);
-  putLe(p, kHandleMagic, 4);
-  putLe(p + kFamilyOffset, static_cast<uint64_t>(handle.addr.family()), 2);
-  putLe(p + kPortOffset, handle.addr.port(), 2);
+  storeLittleEndian(p, kHandleMagic, 4);
+  storeLittleEndian(p + kFamilyOffset, static_cast<uint64_t>(handle.addr.family()), 2);
+  storeLittleEndian(p + kPortOffset, handle.addr.port(), 2);
   if (handle.addr.family() == AF_INET)
     std::memcpy(p + kAddrOffset, &reinterpret_cast<const sockaddr_in*>(handle.addr.sa())->sin_addr, 4);
   else if (handle.addr.family() == AF_INET6)
     std::memcpy(p + kAddrOffset, &reinterpret_cast<const sockaddr_in6*>(handle.addr.sa())->sin6_addr, 16);
-  putLe(p + kListenIdOffset, handle.listenId, 8);
+  storeLittleEndian(p + kListenIdOffset, handle.listenId, 8);
 }
 
 ncclResult_t decodeListenHandle(const void* in, ListenHandle* handle) {
   if (in == nullptr) return fail(ncclInvalidArgument, "NET/UCX: connect handle is NULL");
   const auto* p = static_cast<const uint8_t*>(in);
-  if (getLe(p, 4) != kHandleMagic) return fail(ncclInvalidArgument, "NET/UCX: handle is not a UCX listen handle");
-  auto family = static_cast<int>(getLe(p + kFamilyOffset, 2));
-  auto port = static_cast<uint16_t>(getLe(p + kPortOffset, 2));
+  if (loadLittleEndian(p, 4) != kHandleMagic)
+    return fail(ncclInvalidArgument, "NET/UCX: handle is not a UCX listen handle");
+  auto family = static_cast<int>(loadLittleEndian(p + kFamilyOffset, 2));
+  auto port = static_cast<uint16_t>(loadLittleEndian(p + kPortOffset, 2));
   if (port == 0) return fail(ncclInvalidArgument, "NET/UCX: handle carries port 0");
   SockAddr addr;
   if (family == AF_INET) {
@@ -69,30 +62,30 @@ ncclResult_t decodeListenHandle(const void* in, ListenHandle* handle) {
   }
   addr.setPort(port);
   handle->addr = addr;
-  handle->listenId = getLe(p + kListenIdOffset, 8);
+  handle->listenId = loadLittleEndian(p + kListenIdOffset, 8);
   return ncclSuccess;
 }
 
 void encodeHello(uint64_t listenId, uint8_t out[kHelloBytes]) {
   std::memset(out, 0, kHelloBytes);
-  putLe(out, kHelloMagic, 4);
-  putLe(out + 8, listenId, 8);
+  storeLittleEndian(out, kHelloMagic, 4);
+  storeLittleEndian(out + 8, listenId, 8);
 }
 
 bool decodeHello(const uint8_t in[kHelloBytes], uint64_t* listenId) {
-  if (getLe(in, 4) != kHelloMagic) return false;
-  *listenId = getLe(in + 8, 8);
+  if (loadLittleEndian(in, 4) != kHelloMagic) return false;
+  *listenId = loadLittleEndian(in + 8, 8);
   return true;
 }
 
 void encodeWelcome(uint32_t connId, uint8_t out[kWelcomeBytes]) {
-  putLe(out, kWelcomeMagic, 4);
-  putLe(out + 4, connId, 4);
+  storeLittleEndian(out, kWelcomeMagic, 4);
+  storeLittleEndian(out + 4, connId, 4);
 }
 
 bool decodeWelcome(const uint8_t in[kWelcomeBytes], uint32_t* connId) {
-  if (getLe(in, 4) != kWelcomeMagic) return false;
-  *connId = static_cast<uint32_t>(getLe(in + 4, 4));
+  if (loadLittleEndian(in, 4) != kWelcomeMagic) return false;
+  *connId = static_cast<uint32_t>(loadLittleEndian(in + 4, 4));
   return *connId != 0;
 }
 

@@ -1,6 +1,5 @@
 #include "transports/p2p/p2p_policy.h"
 
-#include <strings.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -13,15 +12,12 @@
 
 #include "core/log.h"
 #include "core/params.h"
+#include "topo/path_level.h"
 
 namespace chorus::p2p {
 namespace {
 
 using topo::PathType;
-
-// NCCL's pre-2.x numbering of NCCL_P2P_LEVEL, kept for compatibility.
-constexpr PathType kLegacyLevels[] = {PathType::LOC, PathType::PIX, PathType::PXB,
-                                      PathType::PHB, PathType::SYS, PathType::SYS};
 
 std::vector<std::string> splitPath(const std::string& path) {
   std::vector<std::string> parts;
@@ -61,24 +57,14 @@ std::string lowerCase(std::string s) {
 bool parseP2pLevel(const std::string& text, P2pLevel* out, std::string* why) {
   *out = P2pLevel{};
   if (text.empty()) return true;
-  for (int i = 0; i <= static_cast<int>(PathType::SYS); ++i) {
-    const auto t = static_cast<PathType>(i);
-    if (strcasecmp(text.c_str(), topo::pathTypeName(t)) == 0) {
-      *out = P2pLevel{true, t};
-      return true;
-    }
-  }
-  bool digits = text.size() <= 9;
-  for (char c : text) digits = digits && std::isdigit(static_cast<unsigned char>(c));
-  if (digits) {
-    const long v = std::strtol(text.c_str(), nullptr, 10);
-    const long last = static_cast<long>(sizeof(kLegacyLevels) / sizeof(kLegacyLevels[0])) - 1;
-    *out = P2pLevel{true, kLegacyLevels[v > last ? last : v]};
+  PathType level = PathType::SYS;
+  if (topo::parsePathLevel(text, topo::kP2pLevelSyntax, &level)) {
+    *out = P2pLevel{true, level};
     return true;
   }
   if (why != nullptr)
-    *why = "NCCL_P2P_LEVEL=" + text +
-           " is not a path level (LOC, NVL, NVB, C2C, PIX, PXB, PXN, PHB, SYS, or a number 0-5)";
+    *why = "NCCL_P2P_LEVEL=" + text + " is not a path level (" + topo::pathLevelNames(topo::kP2pLevelSyntax) +
+           ", or a number 0-5)";
   return false;
 }
 

@@ -93,14 +93,8 @@ ncclResult_t ShmTransport::createRecv(const ConnRequest& req, const PeerInfo& pe
     return fail(ncclSystemError, "shm: mmap of %s failed: %s", path.c_str(), strerror(errno));
   }
   fifoInit(mem.get(), req.slotBytes, req.nslots, getpid());
-  if (req.deviceMemory) {
-    char* device = nullptr;
-    CHORUS_CHECK(mapHostFifo(mem.get(), bytes, mem, req, "shm", &mem, &device));
-    *end = viewOf(mem, req.peerRank, peer.pid);
-    pointFifoAt(end, device);
-  } else {
-    *end = viewOf(mem, req.peerRank, peer.pid);
-  }
+  *end = viewOf(mem, req.peerRank, peer.pid);
+  CHORUS_CHECK(mapFifoEndForKernels(req, "shm", end));
   handle->assign(path.begin(), path.end());
   CHORUS_INFO(kLogShm, "shm: %s uses %s (%zu KiB)", req.label.c_str(), path.c_str(), bytes >> 10);
   return ncclSuccess;
@@ -124,15 +118,8 @@ ncclResult_t ShmTransport::connectSend(const ConnRequest& req, const PeerInfo& p
   if (ctl->magic != kFifoMagic || fifoTotalBytes(ctl->slotBytes, ctl->nslots) > static_cast<size_t>(st.st_size))
     return fail(ncclSystemError, "shm: segment %s for %s is not a Chorus FIFO", path.c_str(), req.label.c_str());
   ctl->senderPid = getpid();
-  if (req.deviceMemory) {
-    char* device = nullptr;
-    CHORUS_CHECK(mapHostFifo(mem.get(), fifoTotalBytes(ctl->slotBytes, ctl->nslots), mem, req, "shm", &mem, &device));
-    *end = viewOf(mem, req.peerRank, peer.pid);
-    pointFifoAt(end, device);
-    return ncclSuccess;
-  }
   *end = viewOf(mem, req.peerRank, peer.pid);
-  return ncclSuccess;
+  return mapFifoEndForKernels(req, "shm", end);
 }
 
 }  // namespace chorus

@@ -16,6 +16,7 @@
 #include "kernels/common/direct_slot.h"
 #include "kernels/launch.h"
 #include "plan/lane_failure.h"
+#include "transport/connection_table.h"
 
 namespace chorus::gpu {
 namespace {

@@ -10,6 +10,7 @@
 #include "core/log.h"
 #include "gpu/cuda/comm_state.h"
 #include "host/executor.h"
+#include "transport/connection_table.h"
 
 namespace chorus::gpu {
 namespace {

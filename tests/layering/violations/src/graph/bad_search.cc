@@ -1,0 +1,2 @@
+// Fixture (not compiled): includes a CUDA header directly.
+#include <cuda_runtime.h>

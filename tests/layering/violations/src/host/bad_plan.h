@@ -1,0 +1,2 @@
+// Fixture (not compiled): stands for an executor header.
+#pragma once

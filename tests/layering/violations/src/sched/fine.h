@@ -1,0 +1,3 @@
+// Fixture (not compiled): an allowed include.
+#pragma once
+#include <cstddef>
