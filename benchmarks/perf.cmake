@@ -50,7 +50,8 @@ foreach(_coll ${CHORUS_BENCH_TOOLS})
   endif()
 endforeach()
 
-add_executable(chorusrun ${_bench_dir}/launcher/chorusrun.cc)
+add_executable(chorusrun ${_bench_dir}/launcher/chorusrun.cc ${_bench_dir}/launcher/cpu_binding.cc)
+target_include_directories(chorusrun PRIVATE ${_bench_dir})
 set_target_properties(chorusrun PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${_bench_bin})
 
 # `cmake --build <dir> --target chorus_benchmarks` builds just the tools.

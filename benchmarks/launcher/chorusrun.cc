@@ -1,7 +1,7 @@
 // chorusrun: start N copies of a program as the processes of one Chorus job
 // on this machine, without MPI.
 //
-//   chorusrun -n N [--port P] [--] program [args...]
+//   chorusrun -n N [--port P] [--bind-to core|none] [--report-bindings] [--] program [args...]
 //   chorusrun -n N --nnodes K --node-rank I --master HOST:PORT [--map-by slot|node] program ...
 //
 // Each child gets NCCL_COMM_ID=127.0.0.1:<port> (a free loopback port unless
@@ -16,9 +16,13 @@
 // I*N+N-1), --map-by node deals ranks round-robin over machines (rank = i*K+I),
 // as mpirun's options of the same names do. CHORUS_LOCAL_RANK tells a process
 // its index on its machine. Signals sent to chorusrun are forwarded to
-// the children. If a child fails, the others are terminated (SIGTERM, then
-// SIGKILL after a grace period) and chorusrun exits with the first failure's
-// status (128 + signal number for a child killed by a signal).
+// the children. --bind-to core (the default without --nnodes; --bind-to
+// none or CHORUS_BIND_TO=none turns it off) pins local process i to core i
+// of the CPUs chorusrun may use, as mpirun does, when every process gets a
+// core of its own (launcher/cpu_binding.h says why). If a child fails, the others are
+// terminated (SIGTERM, then SIGKILL after a grace period) and chorusrun exits
+// with the first failure's status (128 + signal number for a child killed by
+// a signal).
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -34,6 +38,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "launcher/cpu_binding.h"
 
 namespace {
 
@@ -60,12 +66,15 @@ void installForwarding() {
 
 void usage(FILE* out) {
   std::fprintf(out,
-               "Usage: chorusrun -n N [--port P] [--] program [args...]\n"
+               "Usage: chorusrun -n N [--port P] [--bind-to core|none] [--report-bindings] [--] program [args...]\n"
                "       chorusrun -n N --nnodes K --node-rank I --master HOST:PORT [--map-by slot|node] program ...\n"
                "  Starts N processes of one job on this machine. Each gets\n"
                "  NCCL_COMM_ID=127.0.0.1:<port>, CHORUS_RANK and CHORUS_WORLD_SIZE.\n"
                "  With --nnodes, run one chorusrun per machine: the job has N*K ranks and\n"
                "  rendezvous at --master (an address of node 0; node 0 listens on it).\n"
+               "  --bind-to core (default without --nnodes; or CHORUS_BIND_TO): pin process i\n"
+               "  to core i when every process gets a core of its own; none: leave placement\n"
+               "  to the OS. --report-bindings prints where each process goes.\n"
                "  Exits non-zero (and stops the others) when any process fails.\n");
 }
 
@@ -93,12 +102,31 @@ struct Args {
   int nnodes = 1;
   int nodeRank = 0;
   bool mapByNode = false;
+  chorusrun::BindMode bind = chorusrun::BindMode::kCore;
+  bool bindGiven = false;  // set by --bind-to or CHORUS_BIND_TO, not by default
+  bool reportBindings = false;
   std::string master;  // HOST:PORT of the bootstrap root when nnodes > 1
   int first = 0;       // index in argv of the program
 
   int worldSize() const { return nprocs * nnodes; }
   int globalRank(int local) const { return mapByNode ? local * nnodes + nodeRank : nodeRank * nprocs + local; }
 };
+
+// CHORUS_BIND_TO applies unless --bind-to was given. With neither, one
+// chorusrun binds and one of several (--nnodes) does not: those may share a
+// machine (as the network-namespace tests do) and would all start at core 0.
+bool bindFromEnv(Args* a) {
+  const char* env = std::getenv("CHORUS_BIND_TO");
+  if (a->bindGiven) return true;
+  if (env == nullptr || *env == '\0') {
+    if (a->nnodes > 1) a->bind = chorusrun::BindMode::kNone;
+    return true;
+  }
+  a->bindGiven = true;
+  if (chorusrun::parseBindMode(env, &a->bind)) return true;
+  std::fprintf(stderr, "chorusrun: CHORUS_BIND_TO takes core or none, not %s\n", env);
+  return false;
+}
 
 bool parseArgs(int argc, char** argv, Args* a) {
   int i = 1;
@@ -125,6 +153,14 @@ bool parseArgs(int argc, char** argv, Args* a) {
         return false;
       }
       a->mapByNode = how == "node";
+    } else if (s == "--bind-to" && i + 1 < argc) {
+      if (!chorusrun::parseBindMode(argv[++i], &a->bind)) {
+        std::fprintf(stderr, "chorusrun: --bind-to takes core or none, not %s\n", argv[i]);
+        return false;
+      }
+      a->bindGiven = true;
+    } else if (s == "--report-bindings") {
+      a->reportBindings = true;
     } else if (s == "-h" || s == "--help") {
       usage(stdout);
       std::exit(0);
@@ -145,11 +181,25 @@ bool parseArgs(int argc, char** argv, Args* a) {
     std::fprintf(stderr, "chorusrun: --nnodes > 1 needs --master HOST:PORT (an address of node 0)\n");
     return false;
   }
-  return true;
+  return bindFromEnv(a);
 }
 
-[[noreturn]] void execChild(const Args& a, int local, const std::string& commId, char** argv) {
+// The CPUs of each local process (empty lists: unbound).
+std::vector<std::vector<int>> bindingPlan(const Args& a) {
+  const std::vector<std::vector<int>> cores = chorusrun::allowedCores();
+  auto plan = chorusrun::planBinding(a.bind, a.nprocs, cores);
+  if (a.bind == chorusrun::BindMode::kCore && a.nprocs > static_cast<int>(cores.size()) &&
+      (a.bindGiven || a.reportBindings))
+    std::fprintf(stderr, "chorusrun: %d processes on %zu cores: not binding them\n", a.nprocs, cores.size());
+  return plan;
+}
+
+[[noreturn]] void execChild(const Args& a, int local, const std::string& commId, const std::vector<int>& cpus,
+                            char** argv) {
   setpgid(0, 0);
+  if (!chorusrun::bindSelf(cpus))
+    std::fprintf(stderr, "chorusrun: cannot bind local process %d to CPUs %s: %s\n", local,
+                 chorusrun::cpuListText(cpus).c_str(), std::strerror(errno));
   setenv("NCCL_COMM_ID", commId.c_str(), 1);
   setenv("CHORUS_RANK", std::to_string(a.globalRank(local)).c_str(), 1);
   setenv("CHORUS_WORLD_SIZE", std::to_string(a.worldSize()).c_str(), 1);
@@ -220,6 +270,11 @@ int main(int argc, char** argv) {
     }
     commId = "127.0.0.1:" + std::to_string(port);
   }
+  const std::vector<std::vector<int>> binding = bindingPlan(a);
+  if (a.reportBindings)
+    for (int i = 0; i < a.nprocs; ++i)
+      std::fprintf(stderr, "chorusrun: local process %d (rank %d): %s\n", i, a.globalRank(i),
+                   binding[i].empty() ? "not bound" : ("CPUs " + chorusrun::cpuListText(binding[i])).c_str());
   installForwarding();
   for (int rank = 0; rank < a.nprocs; ++rank) {
     const pid_t pid = fork();
@@ -229,7 +284,7 @@ int main(int argc, char** argv) {
       reap(rank);
       return 1;
     }
-    if (pid == 0) execChild(a, rank, commId, argv);
+    if (pid == 0) execChild(a, rank, commId, binding[rank], argv);
     setpgid(pid, pid);  // also from the parent, so forwarding never races the child's own call
     gChildren[rank] = pid;
     gChildCount = rank + 1;

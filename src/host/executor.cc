@@ -2,16 +2,19 @@
 
 #include <sched.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <chrono>
+#include <limits>
 #include <string>
 
 #include "core/comm.h"
 #include "core/result.h"
+#include "host/spin_budget.h"
 #include "host/stream_copy.h"
 #include "kernels/common/step_rules.h"
 #include "plan/lane_failure.h"
@@ -19,7 +22,6 @@
 
 namespace chorus {
 namespace {
-
 
 inline void cpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -29,35 +31,83 @@ inline void cpuRelax() {
 #endif
 }
 
+// How often this thread lost its CPU without blocking: a sched_yield that
+// ran another task adds one.
+long involuntarySwitches() {
+  struct rusage usage {};
+  return getrusage(RUSAGE_THREAD, &usage) == 0 ? usage.ru_nivcsw : 0;
+}
+
 // Escalating wait used when a whole pass made no progress: a few polls with
 // the CPU's pause hint (the peer usually answers within a microsecond when it
-// has its own core), then sched_yield for up to ~2 ms (hands the core to a
-// rank that can progress when ranks outnumber cores), then sleeps growing to
-// 200 us so an idle wait costs almost no CPU.
+// has its own core; how many is learned per thread, host/spin_budget.h), then
+// sched_yield for up to ~2 ms (hands the core to a rank that can progress
+// when ranks share cores), then sleeps growing to 200 us so an idle wait
+// costs almost no CPU.
 class Backoff {
  public:
-  explicit Backoff(int64_t spins) : spins_(spins) {}
-  void reset() { idle_ = 0; }
+  explicit Backoff(int64_t spins) : budget_(learnedBudget()) { budget_.setCeiling(spins); }
+  ~Backoff() { learnedBudget() = budget_; }
+  Backoff(const Backoff&) = delete;
+  Backoff& operator=(const Backoff&) = delete;
+
+  // A pass made progress: what the wait before it says about where the peer runs.
+  void progressed() {
+    if (phase_ == Phase::kSpin)
+      budget_.answeredWhileSpinning();
+    else if (phase_ == Phase::kYield)
+      budget_.answeredAfterYield(lastYieldSwitched_, lastYieldTook_);
+    phase_ = Phase::kNone;
+    idle_ = 0;
+  }
+
   void wait() {
-    if (idle_++ < spins_) {
+    if (idle_++ < budget_.polls()) {
+      phase_ = Phase::kSpin;
       cpuRelax();
       return;
     }
-    if (idle_ == spins_ + 1) yieldStart_ = std::chrono::steady_clock::now();
-    const auto idleFor = std::chrono::steady_clock::now() - yieldStart_;
-    if (idleFor < std::chrono::milliseconds(2)) {
+    const auto now = std::chrono::steady_clock::now();
+    if (phase_ != Phase::kYield && phase_ != Phase::kSleep) yieldStart_ = now;
+    if (now - yieldStart_ < std::chrono::milliseconds(2)) {
+      yieldOnce();
+      return;
+    }
+    phase_ = Phase::kSleep;
+    const auto idleFor = now - yieldStart_;
+    const long us = std::min<long>(200, 1 + std::chrono::duration_cast<std::chrono::milliseconds>(idleFor).count());
+    const timespec ts{0, us * 1000};
+    nanosleep(&ts, nullptr);
+  }
+  bool pastSpinning() const { return phase_ == Phase::kYield || phase_ == Phase::kSleep; }
+
+ private:
+  enum class Phase { kNone, kSpin, kYield, kSleep };
+
+  void yieldOnce() {
+    phase_ = Phase::kYield;
+    if (budget_.ceiling() == 0) {  // nothing to learn (CHORUS_SPIN_COUNT=0, or ranks outnumber CPUs)
       sched_yield();
       return;
     }
-    const long us = std::min<long>(200, 1 + std::chrono::duration_cast<std::chrono::milliseconds>(idleFor).count());
-    struct timespec ts {0, us * 1000};
-    nanosleep(&ts, nullptr);
+    const long switchesBefore = involuntarySwitches();
+    const auto before = std::chrono::steady_clock::now();
+    sched_yield();
+    lastYieldTook_ = std::chrono::steady_clock::now() - before;
+    lastYieldSwitched_ = involuntarySwitches() != switchesBefore;
   }
-  bool pastSpinning() const { return idle_ > spins_; }
 
- private:
-  int64_t spins_;
+  // What this thread learned in its earlier waits (the budget outlives one call).
+  static SpinBudget& learnedBudget() {
+    thread_local SpinBudget budget(std::numeric_limits<int64_t>::max());
+    return budget;
+  }
+
+  SpinBudget budget_;
   int64_t idle_ = 0;
+  Phase phase_ = Phase::kNone;
+  bool lastYieldSwitched_ = false;
+  std::chrono::nanoseconds lastYieldTook_{0};
   std::chrono::steady_clock::time_point yieldStart_{};
 };
 
@@ -173,12 +223,12 @@ ncclResult_t runHostPlans(std::span<Plan* const> plans) {
         pending |= !lane.finished();
       }
     }
+    if (progressed) backoff.progressed();  // also when it finished the work: that wait taught something too
     if (!pending) {
       host::streamFence();
       return ncclSuccess;
     }
     if (progressed) {
-      backoff.reset();
       lastProgress = Clock::now();
       continue;
     }

@@ -4,7 +4,8 @@
 // several ranks driven by one thread) are advanced round-robin, one piece at
 // a time, without ever blocking on a single connector. When a full pass makes
 // no progress the thread backs off: it spins for a while (cheap when ranks
-// have their own cores), then yields, then sleeps in growing steps up to
+// have their own cores; each thread learns to skip it when its peer shares
+// its CPU, host/spin_budget.h), then yields, then sleeps in growing steps up to
 // 200 us (so 8 ranks on 2 cores still hand the CPU to whoever can progress).
 // While idle it also checks every ~50 ms the abort/revoke flags, whether
 // peer processes still exist, and the no-progress timeout.
