@@ -25,6 +25,7 @@
 #include "core/host_identity.h"
 #include "core/mode.h"
 #include "core/result.h"
+#include "core/wait_limit.h"
 #include "enqueue/group.h"
 #include "topo/comm_build.h"
 #include "transport/transport.h"
@@ -90,7 +91,7 @@ ncclResult_t exchangePeers(ncclComm* comm, const WaitBound& bound) {
   comm->id.localRank = localRank;
   adaptToOversubscription(comm);
   comm->conns = std::make_unique<ConnectionTable>(comm->id.rank, comm->bootstrap.get(), std::move(peers),
-                                                  comm->id.commHash);
+                                                  comm->id.commHash, comm->config.timeoutMs);
   return topo::buildCommTopology(comm, topoRecords, bound);
 }
 
@@ -99,7 +100,7 @@ ncclResult_t initMembers(ncclComm* comm, MemberSpec spec) {
   // init): make the communicator's device current there. On the caller's
   // thread it already is (newComm took it from there).
   if (!comm->id.hostMode) CHORUS_CHECK(gpu::selectDevice(comm->id.cudaDev));
-  WaitBound bound = waitBoundAfter(comm->config.initTimeoutMs, &comm->abortFlag);
+  WaitBound bound = waitBoundLimit(comm->config.initTimeoutMs, &comm->abortFlag);
   if (!spec.store) {
     CHORUS_CHECK(connectStore(spec.id, spec.rank, bound, &spec.store));
     spec.prefix = "c" + std::to_string(hashBytes(&spec.id, sizeof(spec.id))) + "/";
@@ -232,7 +233,7 @@ ncclResult_t commSplit(ncclComm* parent, int color, int key, ncclComm_t* out, co
   int child = 0;
   {
     std::lock_guard<std::mutex> lock(parent->opMutex);  // no operation of the parent runs meanwhile
-    WaitBound bound = waitBoundAfter(parent->config.initTimeoutMs, &parent->abortFlag);
+    WaitBound bound = waitBoundLimit(parent->config.initTimeoutMs, &parent->abortFlag);
     CHORUS_CHECK(parent->bootstrap->allGather(&mine, sizeof(mine), all.data(), bound));
     child = parent->childCount++;
   }
@@ -303,7 +304,7 @@ ncclResult_t finalizeNow(ncclComm* comm) {
     commSetError(comm, drained, lastErrorMessage());
     return drained;
   }
-  WaitBound bound = waitBoundAfter(comm->config.timeoutMs, &comm->abortFlag);
+  WaitBound bound = waitBoundLimit(comm->config.timeoutMs, &comm->abortFlag);
   ncclResult_t res = comm->bootstrap->barrier(bound);
   if (res != ncclSuccess) {
     commSetError(comm, res, lastErrorMessage());
@@ -345,7 +346,7 @@ ncclResult_t commDestroy(ncclComm* comm) {
   if (comm->initThread.joinable()) comm->initThread.join();
   { std::lock_guard<std::mutex> wait(comm->opMutex); }
   const bool aborting = comm->abortFlag.load();
-  const auto bound = std::chrono::milliseconds(std::max<int64_t>(0, comm->config.timeoutMs));
+  const auto bound = std::chrono::milliseconds(kCloseDrainMs + 2000);
   // GPU mode: kernels still running are waited for (bounded) or, on abort,
   // stopped, before the FIFOs they use are freed with the connections.
   gpu::commTeardown(comm, aborting || comm->revoked.load());

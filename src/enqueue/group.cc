@@ -93,7 +93,7 @@ ncclResult_t planFor(std::span<const Task> tasks, HostPlan** out) {
   PlanBuilder builder(comm, fresh.get());
   ncclResult_t res = builder.build();
   if (res == ncclSuccess) {
-    WaitBound bound = waitBoundAfter(comm->config.timeoutMs, &comm->abortFlag);
+    WaitBound bound = waitBoundLimit(comm->config.timeoutMs, &comm->abortFlag);
     res = comm->conns->connectAll(bound);
   }
   if (res != ncclSuccess) {
@@ -143,7 +143,7 @@ ncclResult_t executeOnManyComms(std::span<const Task> tasks) {
     plans.push_back(plan);
   }
   for (HostPlan* p : plans) {
-    ncclResult_t res = p->comm->conns->connectAll(waitBoundAfter(p->comm->config.timeoutMs, &p->comm->abortFlag));
+    ncclResult_t res = p->comm->conns->connectAll(waitBoundLimit(p->comm->config.timeoutMs, &p->comm->abortFlag));
     if (res != ncclSuccess) {
       commSetError(p->comm, res, lastErrorMessage());
       return res;
