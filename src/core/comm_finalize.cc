@@ -7,9 +7,9 @@
 
 #include "bootstrap/bootstrap.h"
 #include "core/comm.h"
+#include "core/peer_watch.h"
 #include "core/result.h"
 #include "enqueue/group.h"
-#include "host/executor.h"
 #include "transport/connection_table.h"
 
 namespace chorus {
@@ -46,22 +46,6 @@ bool lastLocalArrival(const ncclComm* comm) {
   return true;
 }
 
-// Whether a peer is gone (a process on this host that exited, or a connection
-// whose network link broke); *why names it. Logs nothing: leaving right after
-// the barrier completed is normal, and the barrier decides.
-bool peerGone(const ncclComm* comm, std::string* why) {
-  const PeerInfo& self = comm->conns->peer(comm->id.rank);
-  for (const PeerInfo& p : comm->conns->peers()) {
-    if (p.rank == self.rank || p.hostHash != self.hostHash || p.processToken == self.processToken) continue;
-    if (!peerProcessAlive(p.pid)) {
-      *why = "peer rank " + std::to_string(p.rank) + " (pid " + std::to_string(p.pid) +
-             ") exited before it finalized the communicator";
-      return true;
-    }
-  }
-  return comm->conns->brokenLink(why);
-}
-
 ncclResult_t finalizeNow(ncclComm* comm, bool wait) {
   std::lock_guard<std::mutex> lock(comm->opMutex);
   // Host mode has nothing in flight once a call returns; GPU mode first waits
@@ -72,7 +56,7 @@ ncclResult_t finalizeNow(ncclComm* comm, bool wait) {
   }
   const WaitBound bound = waitBoundLimit(comm->config.timeoutMs, &comm->abortFlag);
   ncclResult_t res =
-      comm->bootstrap->finalizeBarrier(bound, wait, [comm](std::string* why) { return peerGone(comm, why); });
+      comm->bootstrap->finalizeBarrier(bound, wait, [comm](std::string* why) { return commPeerGone(comm, why); });
   if (res != ncclSuccess) {
     commSetError(comm, res, lastErrorMessage());
     return res;

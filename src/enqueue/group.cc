@@ -4,10 +4,12 @@
 #include <chrono>
 #include <memory>
 #include <span>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "core/comm.h"
+#include "core/peer_watch.h"
 #include "core/result.h"
 #include "enqueue/gpu_submit.h"
 #include "graph/comm_graph.h"
@@ -93,8 +95,9 @@ ncclResult_t planFor(std::span<const Task> tasks, HostPlan** out) {
   PlanBuilder builder(comm, fresh.get());
   ncclResult_t res = builder.build();
   if (res == ncclSuccess) {
-    WaitBound bound = waitBoundLimit(comm->config.timeoutMs, &comm->abortFlag);
-    res = comm->conns->connectAll(bound);
+    std::string gone;  // a dead peer ends the wait even without a time limit
+    WaitBound bound = watchPeers(waitBoundLimit(comm->config.timeoutMs, &comm->abortFlag), comm, &gone);
+    res = explainPeerGone(comm->conns->connectAll(bound), comm, gone);
   }
   if (res != ncclSuccess) {
     commSetError(comm, res, lastErrorMessage());
@@ -143,7 +146,9 @@ ncclResult_t executeOnManyComms(std::span<const Task> tasks) {
     plans.push_back(plan);
   }
   for (HostPlan* p : plans) {
-    ncclResult_t res = p->comm->conns->connectAll(waitBoundLimit(p->comm->config.timeoutMs, &p->comm->abortFlag));
+    std::string gone;  // a dead peer ends the wait even without a time limit
+    WaitBound bound = watchPeers(waitBoundLimit(p->comm->config.timeoutMs, &p->comm->abortFlag), p->comm, &gone);
+    ncclResult_t res = explainPeerGone(p->comm->conns->connectAll(bound), p->comm, gone);
     if (res != ncclSuccess) {
       commSetError(p->comm, res, lastErrorMessage());
       return res;
