@@ -27,10 +27,30 @@ ncclResult_t prepare(Task* t, const char* fn, bool reduces, int dtype, int op) {
   return ncclSuccess;
 }
 
+// Every byte count the call implies fits (before anything is allocated): the
+// per-rank buffer, and the nranks-times larger one of gather-type calls.
+ncclResult_t checkSizes(const Task& t, const char* fn) {
+  const size_t n = static_cast<size_t>(t.comm->id.nranks);
+  const int dtype = static_cast<int>(t.dtype);
+  switch (t.type) {
+    case CollType::AllGather:
+    case CollType::Gather:
+      return checkBufferBytes(t.count, n, dtype, fn, "recvbuff");
+    case CollType::ReduceScatter:
+    case CollType::Scatter:
+      return checkBufferBytes(t.count, n, dtype, fn, "sendbuff");
+    case CollType::AlltoAll:
+      return checkBufferBytes(t.count, n, dtype, fn, "sendbuff and recvbuff");
+    default:
+      return checkBufferBytes(t.count, 1, dtype, fn, "the buffer");
+  }
+}
+
 // Runs one call; errors inside a group also fail the group's ncclGroupEnd.
 ncclResult_t submit(Task& t, const char* fn, bool reduces, int dtype, int op,
                     ncclResult_t (*extra)(const Task&, const char*)) {
   ncclResult_t res = prepare(&t, fn, reduces, dtype, op);
+  if (res == ncclSuccess) res = checkSizes(t, fn);
   if (res == ncclSuccess && extra) res = extra(t, fn);
   if (res == ncclSuccess) res = enqueueTask(t);
   if (res != ncclSuccess) groupRecordError(res);
@@ -62,7 +82,8 @@ ncclResult_t rootedBuffers(const Task& t, const char* fn) {
     case CollType::Scatter:
       if (atRoot) CHORUS_CHECK(checkBuffer(t.sendbuff, t.count * n, fn, "sendbuff"));
       return checkBuffer(t.recvbuff, t.count, fn, "recvbuff");
-    default: return ncclSuccess;
+    default:
+      return ncclSuccess;
   }
 }
 
@@ -87,89 +108,101 @@ Task makeTask(CollType type, const void* sendbuff, void* recvbuff, size_t count,
 }  // namespace
 
 CHORUS_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-                                         ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+                                         ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) try {
   Task t = makeTask(CollType::AllReduce, sendbuff, recvbuff, count, 0, comm);
   t.stream = stream;
   return submit(t, "ncclAllReduce", true, enumValue(datatype), enumValue(op), buffersBoth);
 }
+CHORUS_API_CATCH
 CHORUS_EXPORT_ALIAS(ncclAllReduce)
 
 CHORUS_EXPORT ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
-                                             ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+                                             ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                                             cudaStream_t stream) try {
   Task t = makeTask(CollType::ReduceScatter, sendbuff, recvbuff, recvcount, 0, comm);
   t.stream = stream;
   return submit(t, "ncclReduceScatter", true, enumValue(datatype), enumValue(op), buffersBoth);
 }
+CHORUS_API_CATCH
 CHORUS_EXPORT_ALIAS(ncclReduceScatter)
 
 CHORUS_EXPORT ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
-                                         ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
+                                         ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) try {
   Task t = makeTask(CollType::AllGather, sendbuff, recvbuff, sendcount, 0, comm);
   t.stream = stream;
   return submit(t, "ncclAllGather", false, enumValue(datatype), 0, buffersBoth);
 }
+CHORUS_API_CATCH
 CHORUS_EXPORT_ALIAS(ncclAllGather)
 
 CHORUS_EXPORT ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-                                        ncclComm_t comm, cudaStream_t stream) {
+                                        ncclComm_t comm, cudaStream_t stream) try {
   Task t = makeTask(CollType::AlltoAll, sendbuff, recvbuff, count, 0, comm);
   t.stream = stream;
   return submit(t, "ncclAlltoAll", false, enumValue(datatype), 0, buffersBoth);
 }
+CHORUS_API_CATCH
 CHORUS_EXPORT_ALIAS(ncclAlltoAll)
 
 CHORUS_EXPORT ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-                                      ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
+                                      ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) try {
   Task t = makeTask(CollType::Reduce, sendbuff, recvbuff, count, root, comm);
   t.stream = stream;
   return submit(t, "ncclReduce", true, enumValue(datatype), enumValue(op), rootedBuffers);
 }
+CHORUS_API_CATCH
 CHORUS_EXPORT_ALIAS(ncclReduce)
 
 CHORUS_EXPORT ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-                                         int root, ncclComm_t comm, cudaStream_t stream) {
+                                         int root, ncclComm_t comm, cudaStream_t stream) try {
   Task t = makeTask(CollType::Broadcast, sendbuff, recvbuff, count, root, comm);
   t.stream = stream;
   return submit(t, "ncclBroadcast", false, enumValue(datatype), 0, rootedBuffers);
 }
+CHORUS_API_CATCH
 CHORUS_EXPORT_ALIAS(ncclBroadcast)
 
 CHORUS_EXPORT ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
-                                     cudaStream_t stream) {
+                                     cudaStream_t stream) try {
   Task t = makeTask(CollType::Broadcast, buff, buff, count, root, comm);
   t.stream = stream;
   return submit(t, "ncclBcast", false, enumValue(datatype), 0, rootedBuffers);
 }
+CHORUS_API_CATCH
 CHORUS_EXPORT_ALIAS(ncclBcast)
 
 CHORUS_EXPORT ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-                                      int root, ncclComm_t comm, cudaStream_t stream) {
+                                      int root, ncclComm_t comm, cudaStream_t stream) try {
   Task t = makeTask(CollType::Gather, sendbuff, recvbuff, count, root, comm);
   t.stream = stream;
   return submit(t, "ncclGather", false, enumValue(datatype), 0, rootedBuffers);
 }
+CHORUS_API_CATCH
 CHORUS_EXPORT_ALIAS(ncclGather)
 
 CHORUS_EXPORT ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-                                       int root, ncclComm_t comm, cudaStream_t stream) {
+                                       int root, ncclComm_t comm, cudaStream_t stream) try {
   Task t = makeTask(CollType::Scatter, sendbuff, recvbuff, count, root, comm);
   t.stream = stream;
   return submit(t, "ncclScatter", false, enumValue(datatype), 0, rootedBuffers);
 }
+CHORUS_API_CATCH
 CHORUS_EXPORT_ALIAS(ncclScatter)
 
 CHORUS_EXPORT ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
-                                    ncclComm_t comm, cudaStream_t stream) {
+                                    ncclComm_t comm, cudaStream_t stream) try {
   Task t = makeTask(CollType::Send, sendbuff, nullptr, count, peer, comm);
   t.stream = stream;
   return submit(t, "ncclSend", false, enumValue(datatype), 0, peerBuffer);
 }
+CHORUS_API_CATCH
 CHORUS_EXPORT_ALIAS(ncclSend)
 
 CHORUS_EXPORT ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
-                                    cudaStream_t stream) {
+                                    cudaStream_t stream) try {
   Task t = makeTask(CollType::Recv, nullptr, recvbuff, count, peer, comm);
   t.stream = stream;
   return submit(t, "ncclRecv", false, enumValue(datatype), 0, peerBuffer);
 }
+CHORUS_API_CATCH
 CHORUS_EXPORT_ALIAS(ncclRecv)

@@ -37,27 +37,30 @@ DeferRendezvous groupDeferral() { return inGroup() ? DeferRendezvous(enqueueInit
 
 }  // namespace
 
-CHORUS_EXPORT ncclResult_t ncclGetUniqueId(ncclUniqueId* uniqueId) {
+CHORUS_EXPORT ncclResult_t ncclGetUniqueId(ncclUniqueId* uniqueId) try {
   CHORUS_CHECK(checkPtr(uniqueId, "ncclGetUniqueId", "uniqueId"));
   return createUniqueId(uniqueId);
 }
+CHORUS_API_CATCH
 CHORUS_EXPORT_ALIAS(ncclGetUniqueId)
 
 CHORUS_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
-                                                  ncclConfig_t* config) {
+                                                  ncclConfig_t* config) try {
   CHORUS_CHECK(checkInitArgs(comm, nranks, rank, "ncclCommInitRankConfig"));
   return commInitRank(comm, nranks, commId, rank, config, groupDeferral());
 }
+CHORUS_API_CATCH
 CHORUS_EXPORT_ALIAS(ncclCommInitRankConfig)
 
-CHORUS_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
+CHORUS_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) try {
   CHORUS_CHECK(checkInitArgs(comm, nranks, rank, "ncclCommInitRank"));
   return commInitRank(comm, nranks, commId, rank, nullptr, groupDeferral());
 }
+CHORUS_API_CATCH
 CHORUS_EXPORT_ALIAS(ncclCommInitRank)
 
 CHORUS_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId,
-                                                    ncclUniqueId* commIds, ncclConfig_t* config) {
+                                                    ncclUniqueId* commIds, ncclConfig_t* config) try {
   CHORUS_CHECK(checkInitArgs(newcomm, nranks, myrank, "ncclCommInitRankScalable"));
   if (nId < 1 || nId > nranks)
     return fail(ncclInvalidArgument, "ncclCommInitRankScalable: nId must be in [1, nranks], got %d", nId);
@@ -66,31 +69,35 @@ CHORUS_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nra
   // (their stores stay idle) so programs written for several roots work.
   return commInitRank(newcomm, nranks, commIds[0], myrank, config, groupDeferral());
 }
+CHORUS_API_CATCH
 CHORUS_EXPORT_ALIAS(ncclCommInitRankScalable)
 
-CHORUS_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comm, int ndev, const int* devlist) {
+CHORUS_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comm, int ndev, const int* devlist) try {
   CHORUS_CHECK(checkPtr(comm, "ncclCommInitAll", "comm (output array)"));
   if (ndev < 1) return fail(ncclInvalidArgument, "ncclCommInitAll: ndev must be >= 1, got %d", ndev);
   if (devlist != nullptr)
     for (int i = 0; i < ndev; ++i)
-      if (devlist[i] < 0) return fail(ncclInvalidArgument, "ncclCommInitAll: devlist[%d] = %d is invalid", i, devlist[i]);
+      if (devlist[i] < 0)
+        return fail(ncclInvalidArgument, "ncclCommInitAll: devlist[%d] = %d is invalid", i, devlist[i]);
   if (inGroup()) return fail(ncclInvalidUsage, "ncclCommInitAll: cannot be called inside a group");
   return commInitAll(comm, ndev, devlist);
 }
+CHORUS_API_CATCH
 CHORUS_EXPORT_ALIAS(ncclCommInitAll)
 
 CHORUS_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
-                                         ncclConfig_t* config) {
+                                         ncclConfig_t* config) try {
   CHORUS_CHECK(checkReady(comm, "ncclCommSplit"));
   CHORUS_CHECK(checkPtr(newcomm, "ncclCommSplit", "newcomm"));
   if (color < 0 && color != NCCL_SPLIT_NOCOLOR)
     return fail(ncclInvalidArgument, "ncclCommSplit: color must be >= 0 or NCCL_SPLIT_NOCOLOR, got %d", color);
   return commSplit(comm, color, key, newcomm, config, groupDeferral());
 }
+CHORUS_API_CATCH
 CHORUS_EXPORT_ALIAS(ncclCommSplit)
 
 CHORUS_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
-                                          ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
+                                          ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) try {
   CHORUS_CHECK(checkReady(comm, "ncclCommShrink"));
   CHORUS_CHECK(checkPtr(newcomm, "ncclCommShrink", "newcomm"));
   if (excludeRanksCount < 0) return fail(ncclInvalidArgument, "ncclCommShrink: excludeRanksCount is negative");
@@ -99,38 +106,44 @@ CHORUS_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList
     return fail(ncclInvalidArgument, "ncclCommShrink: unknown shrinkFlags 0x%x", shrinkFlags);
   return commShrink(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags, groupDeferral());
 }
+CHORUS_API_CATCH
 CHORUS_EXPORT_ALIAS(ncclCommShrink)
 
-CHORUS_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) {
+CHORUS_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) try {
   CHORUS_CHECK(checkReady(comm, "ncclCommFinalize"));
   return commFinalize(comm, groupDeferral());
 }
+CHORUS_API_CATCH
 CHORUS_EXPORT_ALIAS(ncclCommFinalize)
 
-CHORUS_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+CHORUS_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) try {
   if (comm == nullptr) return ncclSuccess;  // like free(NULL), as NCCL does
   CHORUS_CHECK(checkComm(comm, "ncclCommDestroy"));
   return commDestroy(comm);
 }
+CHORUS_API_CATCH
 CHORUS_EXPORT_ALIAS(ncclCommDestroy)
 
-CHORUS_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
+CHORUS_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) try {
   if (comm == nullptr) return ncclSuccess;
   CHORUS_CHECK(checkComm(comm, "ncclCommAbort"));
   return commAbort(comm);
 }
+CHORUS_API_CATCH
 CHORUS_EXPORT_ALIAS(ncclCommAbort)
 
-CHORUS_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
+CHORUS_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) try {
   CHORUS_CHECK(checkComm(comm, "ncclCommRevoke"));
   if (revokeFlags != NCCL_REVOKE_DEFAULT)
-    return fail(ncclInvalidArgument, "ncclCommRevoke: revokeFlags must be NCCL_REVOKE_DEFAULT (0), got %d", revokeFlags);
+    return fail(ncclInvalidArgument, "ncclCommRevoke: revokeFlags must be NCCL_REVOKE_DEFAULT (0), got %d",
+                revokeFlags);
   if (comm->finalized) return fail(ncclInvalidUsage, "ncclCommRevoke: communicator was finalized");
   return commRevoke(comm);
 }
+CHORUS_API_CATCH
 CHORUS_EXPORT_ALIAS(ncclCommRevoke)
 
-CHORUS_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
+CHORUS_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) try {
   CHORUS_CHECK(checkComm(comm, "ncclCommGetAsyncError"));
   CHORUS_CHECK(checkPtr(asyncError, "ncclCommGetAsyncError", "asyncError"));
   // What the kernels reported so far (not while init may still be creating
@@ -140,42 +153,48 @@ CHORUS_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* 
   *asyncError = static_cast<ncclResult_t>(comm->asyncError.load());
   return ncclSuccess;
 }
+CHORUS_API_CATCH
 CHORUS_EXPORT_ALIAS(ncclCommGetAsyncError)
 
-CHORUS_EXPORT ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) {
+CHORUS_EXPORT ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) try {
   CHORUS_CHECK(checkReady(comm, "ncclCommCount"));
   CHORUS_CHECK(checkPtr(count, "ncclCommCount", "count"));
   *count = comm->id.nranks;
   return ncclSuccess;
 }
+CHORUS_API_CATCH
 CHORUS_EXPORT_ALIAS(ncclCommCount)
 
-CHORUS_EXPORT ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device) {
+CHORUS_EXPORT ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device) try {
   CHORUS_CHECK(checkReady(comm, "ncclCommCuDevice"));
   CHORUS_CHECK(checkPtr(device, "ncclCommCuDevice", "device"));
   *device = comm->id.cudaDev;
   return ncclSuccess;
 }
+CHORUS_API_CATCH
 CHORUS_EXPORT_ALIAS(ncclCommCuDevice)
 
-CHORUS_EXPORT ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
+CHORUS_EXPORT ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) try {
   CHORUS_CHECK(checkReady(comm, "ncclCommUserRank"));
   CHORUS_CHECK(checkPtr(rank, "ncclCommUserRank", "rank"));
   *rank = comm->id.rank;
   return ncclSuccess;
 }
+CHORUS_API_CATCH
 CHORUS_EXPORT_ALIAS(ncclCommUserRank)
 
-CHORUS_EXPORT ncclResult_t chorusSetDefaultMode(chorusMode_t mode) {
+CHORUS_EXPORT ncclResult_t chorusSetDefaultMode(chorusMode_t mode) try {
   if (mode != chorusModeAuto && mode != chorusModeHost && mode != chorusModeGpu)
     return fail(ncclInvalidArgument, "chorusSetDefaultMode: unknown mode %d", static_cast<int>(mode));
   setDefaultMode(mode);
   return ncclSuccess;
 }
+CHORUS_API_CATCH
 
-CHORUS_EXPORT ncclResult_t chorusCommGetMode(ncclComm_t comm, chorusMode_t* mode) {
+CHORUS_EXPORT ncclResult_t chorusCommGetMode(ncclComm_t comm, chorusMode_t* mode) try {
   CHORUS_CHECK(checkComm(comm, "chorusCommGetMode"));
   CHORUS_CHECK(checkPtr(mode, "chorusCommGetMode", "mode"));
   *mode = comm->id.hostMode ? chorusModeHost : chorusModeGpu;
   return ncclSuccess;
 }
+CHORUS_API_CATCH

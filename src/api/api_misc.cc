@@ -50,29 +50,39 @@ class AllocationRegistry {
 
 }  // namespace
 
-CHORUS_EXPORT ncclResult_t ncclGetVersion(int* version) {
+CHORUS_EXPORT ncclResult_t ncclGetVersion(int* version) try {
   CHORUS_CHECK(checkPtr(version, "ncclGetVersion", "version"));
   *version = NCCL_VERSION_CODE;
   return ncclSuccess;
 }
+CHORUS_API_CATCH
 CHORUS_EXPORT_ALIAS(ncclGetVersion)
 
 CHORUS_EXPORT const char* ncclGetErrorString(ncclResult_t result) {
   switch (result) {
-    case ncclSuccess: return "no error";
-    case ncclUnhandledCudaError: return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
-    case ncclSystemError: return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
-    case ncclInternalError: return "internal error - please report this issue to the Chorus developers";
-    case ncclInvalidArgument: return "invalid argument (run with NCCL_DEBUG=WARN for details)";
-    case ncclInvalidUsage: return "invalid usage (run with NCCL_DEBUG=WARN for details)";
-    case ncclRemoteError: return "remote process exited or there was a network error";
-    case ncclInProgress: return "NCCL operation in progress";
-    default: return "unknown result code";
+    case ncclSuccess:
+      return "no error";
+    case ncclUnhandledCudaError:
+      return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
+    case ncclSystemError:
+      return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
+    case ncclInternalError:
+      return "internal error - please report this issue to the Chorus developers";
+    case ncclInvalidArgument:
+      return "invalid argument (run with NCCL_DEBUG=WARN for details)";
+    case ncclInvalidUsage:
+      return "invalid usage (run with NCCL_DEBUG=WARN for details)";
+    case ncclRemoteError:
+      return "remote process exited or there was a network error";
+    case ncclInProgress:
+      return "NCCL operation in progress";
+    default:
+      return "unknown result code";
   }
 }
 CHORUS_EXPORT_ALIAS(ncclGetErrorString)
 
-CHORUS_EXPORT const char* ncclGetLastError(ncclComm_t comm) {
+CHORUS_EXPORT const char* ncclGetLastError(ncclComm_t comm) try {
   const char* msg = lastErrorMessage();
   if (msg[0] == '\0' && comm != nullptr && CommRegistry::instance().contains(comm)) {
     std::lock_guard<std::mutex> lock(comm->errorMutex);
@@ -81,19 +91,24 @@ CHORUS_EXPORT const char* ncclGetLastError(ncclComm_t comm) {
     return copy.c_str();
   }
   return msg;
+} catch (...) {
+  (void)chorus::apiExceptionResult(__func__);
+  return "an exception escaped ncclGetLastError";
 }
 CHORUS_EXPORT_ALIAS(ncclGetLastError)
 
 CHORUS_EXPORT void ncclResetDebugInit() { logReset(); }
 CHORUS_EXPORT void pncclResetDebugInit() { logReset(); }
 
-CHORUS_EXPORT ncclResult_t ncclGroupStart() { return groupStart(); }
+CHORUS_EXPORT ncclResult_t ncclGroupStart() try { return groupStart(); }
+CHORUS_API_CATCH
 CHORUS_EXPORT_ALIAS(ncclGroupStart)
 
-CHORUS_EXPORT ncclResult_t ncclGroupEnd() { return groupEnd(); }
+CHORUS_EXPORT ncclResult_t ncclGroupEnd() try { return groupEnd(); }
+CHORUS_API_CATCH
 CHORUS_EXPORT_ALIAS(ncclGroupEnd)
 
-CHORUS_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
+CHORUS_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) try {
   CHORUS_CHECK(checkPtr(simInfo, "ncclGroupSimulateEnd", "simInfo"));
   if (simInfo->magic != 0x74685283u)
     return fail(ncclInvalidArgument, "ncclGroupSimulateEnd: simInfo not initialized with NCCL_SIM_INFO_INITIALIZER");
@@ -102,9 +117,10 @@ CHORUS_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
   simInfo->estimatedTime = us;
   return ncclSuccess;
 }
+CHORUS_API_CATCH
 CHORUS_EXPORT_ALIAS(ncclGroupSimulateEnd)
 
-CHORUS_EXPORT ncclResult_t ncclMemAlloc(void** ptr, size_t size) {
+CHORUS_EXPORT ncclResult_t ncclMemAlloc(void** ptr, size_t size) try {
   CHORUS_CHECK(checkPtr(ptr, "ncclMemAlloc", "ptr"));
   if (size == 0) return fail(ncclInvalidArgument, "ncclMemAlloc: size is 0");
   // Memory for the mode new communicators get: device memory on the current
@@ -126,9 +142,10 @@ CHORUS_EXPORT ncclResult_t ncclMemAlloc(void** ptr, size_t size) {
   *ptr = p;
   return ncclSuccess;
 }
+CHORUS_API_CATCH
 CHORUS_EXPORT_ALIAS(ncclMemAlloc)
 
-CHORUS_EXPORT ncclResult_t ncclMemFree(void* ptr) {
+CHORUS_EXPORT ncclResult_t ncclMemFree(void* ptr) try {
   if (ptr == nullptr) return ncclSuccess;
   AllocationRegistry::Kind kind = AllocationRegistry::Kind::Host;
   if (!AllocationRegistry::instance().remove(ptr, &kind))
@@ -137,6 +154,7 @@ CHORUS_EXPORT ncclResult_t ncclMemFree(void* ptr) {
   std::free(ptr);
   return ncclSuccess;
 }
+CHORUS_API_CATCH
 CHORUS_EXPORT_ALIAS(ncclMemFree)
 
 // GPU-mode communicators register device memory only (what their kernels read).
@@ -147,23 +165,25 @@ static ncclResult_t checkRegistrable(const ncclComm* comm, const void* buff, con
               buff);
 }
 
-CHORUS_EXPORT ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t size, void** handle) {
+CHORUS_EXPORT ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t size, void** handle) try {
   CHORUS_CHECK(checkComm(comm, "ncclCommRegister"));
   CHORUS_CHECK(checkPtr(handle, "ncclCommRegister", "handle"));
   CHORUS_CHECK(checkBuffer(buff, size, "ncclCommRegister", "buff"));
   CHORUS_CHECK(checkRegistrable(comm, buff, "ncclCommRegister"));
   return comm->registrations.add(buff, size, handle);
 }
+CHORUS_API_CATCH
 CHORUS_EXPORT_ALIAS(ncclCommRegister)
 
-CHORUS_EXPORT ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* handle) {
+CHORUS_EXPORT ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* handle) try {
   CHORUS_CHECK(checkComm(comm, "ncclCommDeregister"));
   return comm->registrations.remove(handle);
 }
+CHORUS_API_CATCH
 CHORUS_EXPORT_ALIAS(ncclCommDeregister)
 
 CHORUS_EXPORT ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,
-                                                  int winFlags) {
+                                                  int winFlags) try {
   CHORUS_CHECK(checkComm(comm, "ncclCommWindowRegister"));
   CHORUS_CHECK(checkPtr(win, "ncclCommWindowRegister", "win"));
   CHORUS_CHECK(checkBuffer(buff, size, "ncclCommWindowRegister", "buff"));
@@ -175,16 +195,18 @@ CHORUS_EXPORT ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, s
   CHORUS_CHECK(checkRegistrable(comm, buff, "ncclCommWindowRegister"));
   return comm->registrations.addWindow(comm, buff, size, winFlags, win);
 }
+CHORUS_API_CATCH
 CHORUS_EXPORT_ALIAS(ncclCommWindowRegister)
 
-CHORUS_EXPORT ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
+CHORUS_EXPORT ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) try {
   CHORUS_CHECK(checkComm(comm, "ncclCommWindowDeregister"));
   return comm->registrations.removeWindow(win);
 }
+CHORUS_API_CATCH
 CHORUS_EXPORT_ALIAS(ncclCommWindowDeregister)
 
 CHORUS_EXPORT ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
-                                                    ncclScalarResidence_t residence, ncclComm_t comm) {
+                                                    ncclScalarResidence_t residence, ncclComm_t comm) try {
   CHORUS_CHECK(checkComm(comm, "ncclRedOpCreatePreMulSum"));
   CHORUS_CHECK(checkPtr(op, "ncclRedOpCreatePreMulSum", "op"));
   CHORUS_CHECK(checkDatatype(enumValue(datatype), "ncclRedOpCreatePreMulSum"));
@@ -193,11 +215,13 @@ CHORUS_EXPORT ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scala
     return fail(ncclInvalidArgument, "ncclRedOpCreatePreMulSum: invalid residence %d", where);
   return comm->redops.create(datatype, scalar, residence, op);
 }
+CHORUS_API_CATCH
 CHORUS_EXPORT_ALIAS(ncclRedOpCreatePreMulSum)
 
-CHORUS_EXPORT ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
+CHORUS_EXPORT ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) try {
   CHORUS_CHECK(checkComm(comm, "ncclRedOpDestroy"));
   if (enumValue(op) < 0) return fail(ncclInvalidArgument, "ncclRedOpDestroy: invalid operator %d", enumValue(op));
   return comm->redops.destroy(op);
 }
+CHORUS_API_CATCH
 CHORUS_EXPORT_ALIAS(ncclRedOpDestroy)

@@ -56,16 +56,18 @@ ncclResult_t deviceApiUnsupported(const char* fn) {
 using chorus::fail;
 
 CHORUS_EXPORT ncclResult_t ncclDevCommCreate(ncclComm_t comm, ncclDevCommRequirements_t const* reqs,
-                                             ncclDevComm_t* outDevComm) {
+                                             ncclDevComm_t* outDevComm) try {
   CHORUS_CHECK(chorus::checkComm(comm, "ncclDevCommCreate"));
   return chorus::deviceApiUnsupported("ncclDevCommCreate");
 }
+CHORUS_API_CATCH
 CHORUS_EXPORT_ALIAS(ncclDevCommCreate)
 
-CHORUS_EXPORT ncclResult_t ncclDevCommDestroy(ncclComm_t comm, ncclDevComm_t const* devComm) {
+CHORUS_EXPORT ncclResult_t ncclDevCommDestroy(ncclComm_t comm, ncclDevComm_t const* devComm) try {
   CHORUS_CHECK(chorus::checkComm(comm, "ncclDevCommDestroy"));
   return chorus::deviceApiUnsupported("ncclDevCommDestroy");
 }
+CHORUS_API_CATCH
 CHORUS_EXPORT_ALIAS(ncclDevCommDestroy)
 
 CHORUS_EXPORT ncclTeam_t ncclTeamWorld(ncclComm_t comm) {
@@ -106,7 +108,7 @@ CHORUS_EXPORT_ALIAS(ncclTeamRankToLsa)
 
 CHORUS_EXPORT ncclResult_t ncclLsaBarrierCreateRequirement(ncclTeam_t team, int nBarriers,
                                                            ncclLsaBarrierHandle_t* outHandle,
-                                                           ncclDevResourceRequirements_t* outReq) {
+                                                           ncclDevResourceRequirements_t* outReq) try {
   const char* fn = "ncclLsaBarrierCreateRequirement";
   CHORUS_CHECK(chorus::checkRequirementArgs(fn, nBarriers, outHandle, outReq));
   if (!chorus::validTeam(team))
@@ -121,11 +123,12 @@ CHORUS_EXPORT ncclResult_t ncclLsaBarrierCreateRequirement(ncclTeam_t team, int 
   outReq->outBufferHandle = &outHandle->bufHandle;
   return ncclSuccess;
 }
+CHORUS_API_CATCH
 CHORUS_EXPORT_ALIAS(ncclLsaBarrierCreateRequirement)
 
 CHORUS_EXPORT ncclResult_t ncclGinBarrierCreateRequirement(ncclComm_t comm, ncclTeam_t team, int nBarriers,
                                                            ncclGinBarrierHandle_t* outHandle,
-                                                           ncclDevResourceRequirements_t* outReq) {
+                                                           ncclDevResourceRequirements_t* outReq) try {
   const char* fn = "ncclGinBarrierCreateRequirement";
   CHORUS_CHECK(chorus::checkComm(comm, fn));
   CHORUS_CHECK(chorus::checkRequirementArgs(fn, nBarriers, outHandle, outReq));
@@ -142,10 +145,11 @@ CHORUS_EXPORT ncclResult_t ncclGinBarrierCreateRequirement(ncclComm_t comm, nccl
   outReq->outGinSignalStart = &outHandle->signal0;
   return ncclSuccess;
 }
+CHORUS_API_CATCH
 CHORUS_EXPORT_ALIAS(ncclGinBarrierCreateRequirement)
 
 CHORUS_EXPORT ncclResult_t ncclLLA2ACreateRequirement(int nBlocks, int nSlots, ncclLLA2AHandle_t* outHandle,
-                                                      ncclDevResourceRequirements_t* outReq) {
+                                                      ncclDevResourceRequirements_t* outReq) try {
   const char* fn = "ncclLLA2ACreateRequirement";
   CHORUS_CHECK(chorus::checkRequirementArgs(fn, nBlocks, outHandle, outReq));
   if (nSlots < 0) return fail(ncclInvalidArgument, "%s: negative slot count %d", fn, nSlots);
@@ -158,17 +162,17 @@ CHORUS_EXPORT ncclResult_t ncclLLA2ACreateRequirement(int nBlocks, int nSlots, n
   outReq->outBufferHandle = &outHandle->bufHandle;
   return ncclSuccess;
 }
+CHORUS_API_CATCH
 CHORUS_EXPORT_ALIAS(ncclLLA2ACreateRequirement)
 
 // An element wider than one slot's payload is split over several slots.
 CHORUS_EXPORT int ncclLLA2ACalcSlots(int maxElts, int maxEltSize) {
   if (maxElts < 0 || maxEltSize < 0) {
-    fail(ncclInvalidArgument, "ncclLLA2ACalcSlots: negative argument (maxElts %d, maxEltSize %d)", maxElts,
-         maxEltSize);
+    fail(ncclInvalidArgument, "ncclLLA2ACalcSlots: negative argument (maxElts %d, maxEltSize %d)", maxElts, maxEltSize);
     return 0;
   }
-  int slotsPerElt = static_cast<int>((static_cast<size_t>(maxEltSize) + chorus::kLLPayloadBytes - 1) /
-                                     chorus::kLLPayloadBytes);
+  int slotsPerElt =
+      static_cast<int>((static_cast<size_t>(maxEltSize) + chorus::kLLPayloadBytes - 1) / chorus::kLLPayloadBytes);
   return maxElts * slotsPerElt;
 }
 CHORUS_EXPORT_ALIAS(ncclLLA2ACalcSlots)

@@ -1,7 +1,10 @@
 #include "bootstrap/bootstrap.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstring>
 
+#include "core/log.h"
 #include "core/result.h"
 
 namespace chorus {
@@ -61,19 +64,29 @@ ncclResult_t Bootstrap::allGather(const void* mine, size_t bytes, void* all, con
   return ncclSuccess;
 }
 
+// Counts this rank in barrier `epoch`; the last one to arrive sets the release flag.
+ncclResult_t Bootstrap::arrive(uint64_t epoch, int64_t* arrived) {
+  CHORUS_CHECK(store_->add(epochKey(epoch, "bar/count"), 1, arrived));
+  if (*arrived > nranks_)
+    return fail(ncclInternalError,
+                "bootstrap: barrier %llu counted %lld arrivals for %d ranks (did ranks call collectives in "
+                "different orders?)",
+                static_cast<unsigned long long>(epoch), static_cast<long long>(*arrived), nranks_);
+  if (*arrived == nranks_) CHORUS_CHECK(store_->set(epochKey(epoch, "bar/done"), {}));
+  return ncclSuccess;
+}
+
+ncclResult_t Bootstrap::arrivedCount(uint64_t epoch, int64_t* arrived) {
+  return store_->add(epochKey(epoch, "bar/count"), 0, arrived);
+}
+
 ncclResult_t Bootstrap::barrier(const WaitBound& bound) {
   CHORUS_CHECK(checkPeer(rank_, "barrier"));
   uint64_t epoch = nextEpoch();
   if (nranks_ == 1) return ncclSuccess;
   const std::string countKey = epochKey(epoch, "bar/count");
   int64_t arrived = 0;
-  CHORUS_CHECK(store_->add(countKey, 1, &arrived));
-  if (arrived > nranks_)
-    return fail(ncclInternalError,
-                "bootstrap: barrier %llu counted %lld arrivals for %d ranks (did ranks call collectives in "
-                "different orders?)",
-                static_cast<unsigned long long>(epoch), static_cast<long long>(arrived), nranks_);
-  if (arrived == nranks_) CHORUS_CHECK(store_->set(epochKey(epoch, "bar/done"), {}));
+  CHORUS_CHECK(arrive(epoch, &arrived));
   std::vector<std::vector<uint8_t>> vals;
   ncclResult_t res = store_->get({epochKey(epoch, "bar/done")}, &vals, bound);
   if (res != ncclSuccess) {
@@ -85,6 +98,40 @@ ncclResult_t Bootstrap::barrier(const WaitBound& bound) {
       return fail(res, "bootstrap: barrier %llu on rank %d: %lld of %d ranks had arrived: %s",
                   static_cast<unsigned long long>(epoch), rank_, static_cast<long long>(now), nranks_, cause.c_str());
     return fail(res, "%s", cause.c_str());
+  }
+  if (rank_ == 0) CHORUS_CHECK(eraseBefore(epoch));
+  return ncclSuccess;
+}
+
+ncclResult_t Bootstrap::finalizeBarrier(const WaitBound& bound, bool wait, const PeerGoneCheck& peerGone) {
+  CHORUS_CHECK(checkPeer(rank_, "barrier"));
+  const uint64_t epoch = nextEpoch();
+  if (nranks_ == 1) return ncclSuccess;
+  int64_t arrived = 0;
+  CHORUS_CHECK(arrive(epoch, &arrived));
+  if (!wait) return ncclSuccess;
+  // The store waits as usual (and logs every 30 s); the stop condition looks
+  // for a vanished peer about every 250 ms.
+  constexpr auto kCheckEvery = std::chrono::milliseconds(250);
+  std::string gone;
+  auto nextCheck = Clock::now() + kCheckEvery;
+  WaitBound watched = bound;
+  watched.stop = [&]() {
+    if (!gone.empty()) return true;
+    const auto now = Clock::now();
+    if (!peerGone || now < nextCheck) return false;
+    nextCheck = now + kCheckEvery;
+    return peerGone(&gone);
+  };
+  std::vector<std::vector<uint8_t>> vals;
+  const ncclResult_t res = store_->get({epochKey(epoch, "bar/done")}, &vals, watched);
+  if (res != ncclSuccess) {
+    if (gone.empty()) return res;  // aborted, the limit, or the store is lost
+    // A peer that saw the release first may have left already: then the
+    // barrier is complete. Otherwise the peer left before arriving.
+    if (arrivedCount(epoch, &arrived) != ncclSuccess || arrived < nranks_)
+      return fail(ncclRemoteError, "rank %d: %s (%lld of %d ranks had reached the finalize barrier)", rank_,
+                  gone.c_str(), static_cast<long long>(arrived), nranks_);
   }
   if (rank_ == 0) CHORUS_CHECK(eraseBefore(epoch));
   return ncclSuccess;

@@ -16,6 +16,7 @@
 // cost is O(nranks) store operations (a counter), not an allGather.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -34,6 +35,14 @@ class Bootstrap {
   // all = nranks*bytes, rank order; `mine` may alias all + rank*bytes.
   ncclResult_t allGather(const void* mine, size_t bytes, void* all, const WaitBound& bound);
   ncclResult_t barrier(const WaitBound& bound);
+  // The barrier of ncclCommFinalize/ncclCommDestroy. With wait = false this
+  // rank only arrives (another rank of this process waits for all of them).
+  // Waiting, it calls `peerGone` about every 250 ms (from the waiting
+  // thread): true (with a description) ends the wait with ncclRemoteError,
+  // unless every rank had arrived by then (the barrier is then complete and
+  // the peer merely left first).
+  using PeerGoneCheck = std::function<bool(std::string* why)>;
+  ncclResult_t finalizeBarrier(const WaitBound& bound, bool wait, const PeerGoneCheck& peerGone);
   // `data` holds `bytes` at the root and receives them elsewhere.
   ncclResult_t broadcast(void* data, size_t bytes, int root, const WaitBound& bound);
   // Point-to-point small messages (tag distinguishes concurrent exchanges), used for transport setup.
@@ -51,6 +60,8 @@ class Bootstrap {
   std::string p2pKey(int src, int dst, const std::string& tag, uint64_t seq) const;
   ncclResult_t checkPeer(int peer, const char* what) const;
   ncclResult_t eraseBefore(uint64_t epoch);
+  ncclResult_t arrive(uint64_t epoch, int64_t* arrived);
+  ncclResult_t arrivedCount(uint64_t epoch, int64_t* arrived);
 
   const std::shared_ptr<Store> store_;
   const std::string prefix_;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <condition_variable>
 
+#include "core/log.h"
 #include "core/result.h"
 
 namespace chorus {
@@ -123,10 +124,15 @@ ncclResult_t MemStore::get(const std::vector<std::string>& keys, Values* values,
     *values = std::move(now);
     return ncclSuccess;
   }
+  WaitProgress progress(started);
   std::unique_lock<std::mutex> lk(st->mu);
   while (!st->done) {
     bool aborted = waitAborted(bound);
     auto t = Clock::now();
+    if (progress.due(t))
+      CHORUS_WARN(kLogBootstrap, "bootstrap: still waiting after %lld s for key '%s'%s in %s",
+                  progress.secondsWaited(t), keys.front().c_str(), keys.size() > 1 ? " (among others)" : "",
+                  where_.c_str());
     if (aborted || t >= bound.deadline) {
       lk.unlock();
       Missing m;

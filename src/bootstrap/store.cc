@@ -6,13 +6,15 @@
 
 namespace chorus {
 
-ncclResult_t failStoreWait(bool aborted, Clock::time_point started, const std::string& firstMissing,
-                           size_t missing, size_t total, const std::string& where) {
+ncclResult_t failStoreWait(bool aborted, Clock::time_point started, const std::string& firstMissing, size_t missing,
+                           size_t total, const std::string& where) {
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started).count();
-  if (aborted)
-    return fail(ncclRemoteError, "bootstrap: aborted after %lld ms waiting for key '%s' (%zu of %zu keys missing) in %s",
-                static_cast<long long>(ms), firstMissing.c_str(), missing, total, where.c_str());
-  return fail(ncclRemoteError, "bootstrap: timed out after %lld ms waiting for key '%s' (%zu of %zu keys missing) in %s",
+  if (aborted)  // asked for (abort, or the caller's stop condition): not a failure of the store
+    return failQuiet(ncclRemoteError, kLogBootstrap,
+                     "bootstrap: aborted after %lld ms waiting for key '%s' (%zu of %zu keys missing) in %s",
+                     static_cast<long long>(ms), firstMissing.c_str(), missing, total, where.c_str());
+  return fail(ncclRemoteError,
+              "bootstrap: timed out after %lld ms waiting for key '%s' (%zu of %zu keys missing) in %s",
               static_cast<long long>(ms), firstMissing.c_str(), missing, total, where.c_str());
 }
 

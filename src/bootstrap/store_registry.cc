@@ -90,7 +90,6 @@ ncclResult_t serveCommId(const UniqueIdInfo& info, std::shared_ptr<Store>* store
 TcpStoreServer::Options serverOptionsFromParams() {
   TcpStoreServer::Options o;
   o.stallMs = std::max<int64_t>(100, params::bootstrapStallMs());
-  o.lingerMaxMs = std::max<int64_t>(0, params::timeoutMs());
   return o;
 }
 
@@ -116,8 +115,7 @@ ncclResult_t connectStore(const ncclUniqueId& id, int rank, const WaitBound& bou
   if (found.server != nullptr) {
     *store = found.server->attachLocal();
     if (*store != nullptr) {
-      CHORUS_TRACE(kLogBootstrap, "bootstrap: rank %d uses the in-process store for %s", rank,
-                   info.addr.str().c_str());
+      CHORUS_TRACE(kLogBootstrap, "bootstrap: rank %d uses the in-process store for %s", rank, info.addr.str().c_str());
       return ncclSuccess;
     }
     // It began shutting down between the lookup and the attach. Under

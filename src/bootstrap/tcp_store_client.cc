@@ -9,8 +9,9 @@
 #include <thread>
 #include <unordered_map>
 
-#include "core/params.h"
+#include "core/log.h"
 #include "core/result.h"
+#include "core/wait_limit.h"
 
 namespace chorus {
 namespace {
@@ -21,7 +22,7 @@ using wire::Status;
 class TcpStoreClient : public Store {
  public:
   TcpStoreClient(ForkClosedFd fd, const SockAddr& server)
-      : fd_(std::move(fd)), where_("store server " + server.str()), timeoutMs_(params::timeoutMs()) {}
+      : fd_(std::move(fd)), where_("store server " + server.str()) {}
 
   ncclResult_t hello(const wire::Secret& secret, int rank, const WaitBound& bound);
   ncclResult_t set(const std::string& key, std::vector<uint8_t> value) override;
@@ -41,7 +42,8 @@ class TcpStoreClient : public Store {
   uint32_t newRequest();
   void forget(uint32_t req);
   bool send(const std::vector<uint8_t>& frame);
-  End await(uint32_t req, const WaitBound& bound, Reply* out);
+  // `what` names the awaited answer in the "still waiting" log lines.
+  End await(uint32_t req, const WaitBound& bound, Reply* out, const std::string& what);
   void pump(int timeoutMs);
   void markLostLocked(const std::string& why);
   ncclResult_t failLost(const std::string& during);
@@ -50,7 +52,6 @@ class TcpStoreClient : public Store {
 
   ForkClosedFd fd_;
   const std::string where_;
-  const int64_t timeoutMs_;
   std::mutex sendMu_;  // one frame at a time on the wire
   std::mutex mu_;      // everything below
   std::condition_variable cv_;
@@ -98,7 +99,8 @@ bool TcpStoreClient::send(const std::vector<uint8_t>& frame) {
     std::lock_guard<std::mutex> lock(mu_);
     if (lost_) return false;
   }
-  int err = writeAll(fd_.get(), frame.data(), frame.size(), Clock::now() + std::chrono::milliseconds(timeoutMs_));
+  // No deadline: a server that went away fails the write (EPIPE, ECONNRESET).
+  int err = writeAll(fd_.get(), frame.data(), frame.size(), Clock::time_point::max());
   if (err == 0) return true;
   // A partly written frame leaves the stream unusable whatever the cause.
   std::lock_guard<std::mutex> lock(mu_);
@@ -157,7 +159,8 @@ void TcpStoreClient::pump(int timeoutMs) {
   cv_.notify_all();
 }
 
-TcpStoreClient::End TcpStoreClient::await(uint32_t req, const WaitBound& bound, Reply* out) {
+TcpStoreClient::End TcpStoreClient::await(uint32_t req, const WaitBound& bound, Reply* out, const std::string& what) {
+  WaitProgress progress;
   std::unique_lock<std::mutex> lk(mu_);
   while (true) {
     auto it = replies_.find(req);
@@ -170,6 +173,9 @@ TcpStoreClient::End TcpStoreClient::await(uint32_t req, const WaitBound& bound, 
     if (waitAborted(bound)) return End::Aborted;
     auto now = Clock::now();
     if (now >= bound.deadline) return End::Deadline;
+    if (progress.due(now))
+      CHORUS_WARN(kLogBootstrap, "bootstrap: still waiting after %lld s for %s from %s", progress.secondsWaited(now),
+                  what.c_str(), where_.c_str());
     auto slice = std::min<Clock::duration>(kWaitSlice, bound.deadline - now);
     if (readerBusy_) {
       cv_.wait_for(lk, slice);
@@ -190,13 +196,15 @@ ncclResult_t TcpStoreClient::checkFits(size_t bytes, const std::string& key) con
               bytes, key.c_str(), wire::kMaxFrameBytes);
 }
 
-// Sends a request that the server answers at once and waits (CHORUS_TIMEOUT_MS) for the answer.
+// Sends a request that the server answers at once and waits for the answer:
+// without a deadline (a lost connection ends the wait), logging every 30 s.
 ncclResult_t TcpStoreClient::call(std::vector<uint8_t> frame, uint32_t req, const char* what, Reply* out) {
   if (!send(frame)) {
     forget(req);
     return failLost(std::string("sending a ") + what + " request");
   }
-  switch (await(req, waitBoundAfter(timeoutMs_), out)) {
+  switch (await(req, WaitBound{Clock::time_point::max(), nullptr, {}}, out,
+                std::string("the answer to a ") + what + " request")) {
     case End::Answered:
       break;
     case End::Lost:
@@ -204,8 +212,8 @@ ncclResult_t TcpStoreClient::call(std::vector<uint8_t> frame, uint32_t req, cons
       return failLost(std::string("waiting for the answer to a ") + what + " request");
     default:
       forget(req);
-      return fail(ncclRemoteError, "bootstrap: %s did not answer a %s request within %lld ms", where_.c_str(), what,
-                  static_cast<long long>(timeoutMs_));
+      return fail(ncclInternalError, "bootstrap: the wait for %s's answer to a %s request ended without one",
+                  where_.c_str(), what);
   }
   if (out->status == Status::Error) {
     wire::Reader r(out->body.data(), out->body.size());
@@ -227,7 +235,7 @@ ncclResult_t TcpStoreClient::hello(const wire::Secret& secret, int rank, const W
                    .u32(static_cast<uint32_t>(rank))
                    .finish();
   Reply rep;
-  End e = send(frame) ? await(req, bound, &rep) : End::Lost;
+  End e = send(frame) ? await(req, bound, &rep, "the handshake answer") : End::Lost;
   forget(req);
   if (e == End::Lost)
     return fail(ncclRemoteError,
@@ -285,12 +293,15 @@ ncclResult_t TcpStoreClient::get(const std::vector<std::string>& keys, std::vect
     return failLost("sending a get of key '" + first + "'");
   }
   Reply rep;
-  End e = await(req, bound, &rep);
+  const std::string awaited =
+      "key '" + first + "'" + (keys.size() > 1 ? " (and " + std::to_string(keys.size() - 1) + " more)" : "");
+  End e = await(req, bound, &rep, awaited);
   if (e == End::Deadline || e == End::Aborted) {
     // Ask the server to drop the parked get and say which key it still lacked;
     // the values may also have arrived just now, in which case we take them.
     bool aborted = e == End::Aborted;
-    if (send(wire::Writer(Op::Cancel, 0).u32(req).finish())) e = await(req, waitBoundAfter(1000), &rep);
+    if (send(wire::Writer(Op::Cancel, 0).u32(req).finish()))
+      e = await(req, waitBoundAfter(1000), &rep, "the answer to a cancel");
     if (e == End::Answered && rep.status == Status::Cancelled) {
       wire::Reader r(rep.body.data(), rep.body.size());
       uint32_t missing = 0;
@@ -329,7 +340,12 @@ ncclResult_t connectTcpStore(const SockAddr& addr, const wire::Secret& secret, i
   auto backoff = std::chrono::milliseconds(10);
   int lastErr = 0;
   ForkClosedFd fd;
+  WaitProgress progress(started);
   while (true) {
+    if (progress.due())
+      CHORUS_WARN(kLogBootstrap,
+                  "bootstrap: rank %d still trying to reach store server %s after %lld s (last error: %s)", rank,
+                  addr.str().c_str(), progress.secondsWaited(), connectErrorText(lastErr));
     auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started).count();
     if (waitAborted(bound))
       return fail(ncclRemoteError, "bootstrap: aborted after %lld ms while connecting to store server %s",

@@ -4,6 +4,7 @@
 
 #include "core/params.h"
 #include "core/result.h"
+#include "core/wait_limit.h"
 
 namespace chorus {
 namespace {
@@ -33,8 +34,8 @@ ncclResult_t resolveCommConfig(const ncclConfig_t* user, const CommConfig* inher
     c.slotBytes = static_cast<uint32_t>(std::clamp<int64_t>(params::slotBytes(), 4096, 16 << 20)) & ~63u;
     c.llSlotBytes = static_cast<uint32_t>(std::clamp<int64_t>(params::llSlotBytes(), 512, 1 << 20)) & ~63u;
     c.nslots = static_cast<uint32_t>(std::clamp<int64_t>(params::slotCount(), 2, 64));
-    c.timeoutMs = std::max<int64_t>(params::timeoutMs(), 100);
-    c.initTimeoutMs = std::max<int64_t>(params::initTimeoutMs(), 100);
+    c.timeoutMs = normalizeWaitLimitMs(params::timeoutMs());
+    c.initTimeoutMs = normalizeWaitLimitMs(params::initTimeoutMs());
     c.spinCount = std::max<int64_t>(params::spinCount(), 0);
     c.localRegister = params::localRegister() != 0;
     c.algo = params::algo();

@@ -19,8 +19,8 @@ struct CommConfig {
   uint32_t slotBytes = 128 * 1024;
   uint32_t llSlotBytes = 8 * 1024;
   uint32_t nslots = 8;
-  int64_t timeoutMs = 20000;
-  int64_t initTimeoutMs = 60000;
+  int64_t timeoutMs = 0;      // CHORUS_TIMEOUT_MS, normalised (core/wait_limit.h): 0 = no limit
+  int64_t initTimeoutMs = 0;  // CHORUS_INIT_TIMEOUT_MS, the same way
   int64_t spinCount = 500;
   bool localRegister = true;  // registered buffers may be sent zero-copy (NCCL_LOCAL_REGISTER)
   std::string algo;           // NCCL_ALGO

@@ -15,18 +15,20 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <vector>
 
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/unique_id.h"
 #include "core/comm.h"
+#include "core/comm_finalize.h"
 #include "core/comm_graph_setup.h"
 #include "core/host_identity.h"
 #include "core/mode.h"
 #include "core/result.h"
+#include "core/wait_limit.h"
 #include "gpu/gpu_runtime.h"
 #include "topo/comm_build.h"
 #include "topo/comm_topology.h"
@@ -63,8 +65,7 @@ ncclResult_t exchangePeers(ncclComm* comm, const WaitBound& bound) {
   mine.processToken = processToken();
   mine.cudaDev = comm->id.cudaDev;
   mine.hostMode = comm->id.hostMode ? 1 : 0;
-  if (!comm->id.hostMode)
-    snprintf(mine.busId, sizeof(mine.busId), "%s", gpu::pciBusId(comm->id.cudaDev).c_str());
+  if (!comm->id.hostMode) snprintf(mine.busId, sizeof(mine.busId), "%s", gpu::pciBusId(comm->id.cudaDev).c_str());
   // The topology record rides on the same all-gather: no extra round.
   struct InitRecord {
     PeerInfo peer;
@@ -83,8 +84,8 @@ ncclResult_t exchangePeers(ncclComm* comm, const WaitBound& bound) {
   int local = 0, localRank = 0;
   for (const PeerInfo& p : peers) {
     if (p.hostMode != mine.hostMode)
-      return fail(ncclInvalidUsage, "rank %d runs in %s mode but rank %d in %s mode: all ranks must agree",
-                  mine.rank, mine.hostMode ? "host" : "GPU", p.rank, p.hostMode ? "host" : "GPU");
+      return fail(ncclInvalidUsage, "rank %d runs in %s mode but rank %d in %s mode: all ranks must agree", mine.rank,
+                  mine.hostMode ? "host" : "GPU", p.rank, p.hostMode ? "host" : "GPU");
     if (p.hostHash == mine.hostHash) {
       if (p.rank < mine.rank) ++localRank;
       ++local;
@@ -94,7 +95,7 @@ ncclResult_t exchangePeers(ncclComm* comm, const WaitBound& bound) {
   comm->id.localRank = localRank;
   adaptToOversubscription(comm);
   comm->conns = std::make_unique<ConnectionTable>(comm->id.rank, comm->bootstrap.get(), std::move(peers),
-                                                  comm->id.commHash);
+                                                  comm->id.commHash, comm->config.timeoutMs);
   return topo::buildCommTopology(comm, topoRecords, bound);
 }
 
@@ -103,7 +104,7 @@ ncclResult_t initMembers(ncclComm* comm, MemberSpec spec) {
   // init): make the communicator's device current there. On the caller's
   // thread it already is (newComm took it from there).
   if (!comm->id.hostMode) CHORUS_CHECK(gpu::selectDevice(comm->id.cudaDev));
-  WaitBound bound = waitBoundAfter(comm->config.initTimeoutMs, &comm->abortFlag);
+  WaitBound bound = waitBoundLimit(comm->config.initTimeoutMs, &comm->abortFlag);
   if (!spec.store) {
     CHORUS_CHECK(connectStore(spec.id, spec.rank, bound, &spec.store));
     spec.prefix = "c" + std::to_string(hashBytes(&spec.id, sizeof(spec.id))) + "/";
@@ -200,7 +201,7 @@ ncclResult_t commSplit(ncclComm* parent, int color, int key, ncclComm_t* out, co
   int child = 0;
   {
     std::lock_guard<std::mutex> lock(parent->opMutex);  // no operation of the parent runs meanwhile
-    WaitBound bound = waitBoundAfter(parent->config.initTimeoutMs, &parent->abortFlag);
+    WaitBound bound = waitBoundLimit(parent->config.initTimeoutMs, &parent->abortFlag);
     CHORUS_CHECK(parent->bootstrap->allGather(&mine, sizeof(mine), all.data(), bound));
     child = parent->childCount++;
   }
@@ -233,8 +234,8 @@ ncclResult_t commShrink(ncclComm* parent, const int* exclude, int nexclude, nccl
     gone[exclude[i]] = true;
   }
   if (gone[parent->id.rank])
-    return fail(ncclInvalidArgument, "ncclCommShrink: rank %d is in its own exclude list; excluded ranks must not call it",
-                parent->id.rank);
+    return fail(ncclInvalidArgument,
+                "ncclCommShrink: rank %d is in its own exclude list; excluded ranks must not call it", parent->id.rank);
   if (flags & NCCL_SHRINK_ABORT) {
     parent->revoked = true;  // ends operations still running on the parent
     gpu::commSignalAbort(parent);
@@ -261,50 +262,9 @@ ncclResult_t commShrink(ncclComm* parent, const int* exclude, int nexclude, nccl
   return launchInit(comm, spec, defer, out);
 }
 
-namespace {
-ncclResult_t finalizeNow(ncclComm* comm) {
-  std::lock_guard<std::mutex> lock(comm->opMutex);
-  // Host mode has nothing in flight once a call returns; GPU mode first waits
-  // for the kernels it launched. The barrier makes sure no peer still
-  // expects this rank before its resources go away.
-  if (ncclResult_t drained = gpu::commDrain(comm); drained != ncclSuccess) {
-    commSetError(comm, drained, lastErrorMessage());
-    return drained;
-  }
-  WaitBound bound = waitBoundAfter(comm->config.timeoutMs, &comm->abortFlag);
-  ncclResult_t res = comm->bootstrap->barrier(bound);
-  if (res != ncclSuccess) {
-    commSetError(comm, res, lastErrorMessage());
-    return res;
-  }
-  comm->finalized = true;
-  return ncclSuccess;
-}
-}  // namespace
-
-// Finalize synchronizes with the other ranks, so inside a group it runs at
-// ncclGroupEnd (concurrently with the other communicators' finalizes, which
-// one thread may be driving), and on a non-blocking communicator it runs in
-// the background and is polled through ncclCommGetAsyncError.
-ncclResult_t commFinalize(ncclComm* comm, const DeferRendezvous& defer) {
-  if (comm->finalized) return fail(ncclInvalidUsage, "ncclCommFinalize: communicator already finalized");
-  if (comm->revoked) return fail(ncclInvalidUsage, "ncclCommFinalize: communicator was revoked");
-  if (defer) return defer([comm] { return finalizeNow(comm); });
-  if (comm->config.blocking == 0) {
-    if (comm->initThread.joinable()) comm->initThread.join();
-    comm->asyncError = ncclInProgress;
-    comm->initThread = std::thread([comm] {
-      ncclResult_t res = finalizeNow(comm);
-      comm->asyncError = res;
-    });
-    return ncclInProgress;
-  }
-  return finalizeNow(comm);
-}
-
 ncclResult_t commRevoke(ncclComm* comm) {
   comm->revoked = true;
-  gpu::commSignalAbort(comm);  // running kernels stop too
+  gpu::commSignalAbort(comm);                       // running kernels stop too
   std::lock_guard<std::mutex> wait(comm->opMutex);  // returns once the running operation has stopped
   return ncclSuccess;
 }
@@ -313,14 +273,19 @@ ncclResult_t commDestroy(ncclComm* comm) {
   if (comm->initThread.joinable()) comm->initThread.join();
   { std::lock_guard<std::mutex> wait(comm->opMutex); }
   const bool aborting = comm->abortFlag.load();
-  const auto bound = std::chrono::milliseconds(std::max<int64_t>(0, comm->config.timeoutMs));
+  // Finalize first (unless done, aborted, revoked or failed): no peer still
+  // expects data from this rank when its connections close and its process
+  // may exit. It fails only when a peer is gone; the comm is freed anyway.
+  const ncclResult_t finalized = aborting ? ncclSuccess : commFinalizeForDestroy(comm);
+  const std::string finalizeError = finalized == ncclSuccess ? std::string() : lastErrorMessage();
   // GPU mode: kernels still running are waited for (bounded) or, on abort,
   // stopped, before the FIFOs they use are freed with the connections.
   gpu::commTeardown(comm, aborting || comm->revoked.load());
   commDiscard(comm);
   // Network links are closed by the proxy thread: destroy returns once that
   // happened (bounded), so no connection outlives it; abort does not wait.
-  if (!aborting) awaitRetiredConnections(bound);
+  if (!aborting) awaitRetiredConnections(std::chrono::milliseconds(kCloseDrainMs + 2000));
+  if (finalized != ncclSuccess) return fail(finalized, "ncclCommDestroy: %s", finalizeError.c_str());
   return ncclSuccess;
 }
 

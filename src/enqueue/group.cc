@@ -4,10 +4,12 @@
 #include <chrono>
 #include <memory>
 #include <span>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "core/comm.h"
+#include "core/peer_watch.h"
 #include "core/result.h"
 #include "enqueue/gpu_submit.h"
 #include "graph/comm_graph.h"
@@ -106,7 +108,9 @@ ncclResult_t lookupOrBuild(std::span<const Task> tasks, Plan** out) {
 
 ncclResult_t connectPlan(Plan* plan) {
   ncclComm* comm = plan->comm;
-  const ncclResult_t res = comm->conns->connectAll(waitBoundAfter(comm->config.timeoutMs, &comm->abortFlag));
+  std::string gone;  // a dead peer ends the wait even without a time limit
+  const WaitBound bound = watchPeers(waitBoundLimit(comm->config.timeoutMs, &comm->abortFlag), comm, &gone);
+  const ncclResult_t res = explainPeerGone(comm->conns->connectAll(bound), comm, gone);
   if (res != ncclSuccess) commSetError(comm, res, lastErrorMessage());
   return res;
 }

@@ -173,7 +173,9 @@ ncclResult_t idleChecks(std::span<Plan* const> plans, Clock::time_point lastProg
     const int64_t timeoutMs = p->comm->config.timeoutMs;
     CHORUS_CHECK(checkPeersAlive(*p));
     CHORUS_CHECK(checkLinks(*p));
-    if (now - lastProgress > std::chrono::milliseconds(timeoutMs)) CHORUS_CHECK(reportTimeout(*p, timeoutMs));
+    // 0: no limit (a dead peer or a broken link is still caught just above).
+    if (timeoutMs > 0 && now - lastProgress > std::chrono::milliseconds(timeoutMs))
+      CHORUS_CHECK(reportTimeout(*p, timeoutMs));
   }
   return ncclSuccess;
 }

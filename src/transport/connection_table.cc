@@ -17,8 +17,9 @@ const char* connClassName(ConnClass c) {
   return "?";
 }
 
-ConnectionTable::ConnectionTable(int rank, Bootstrap* bootstrap, std::vector<PeerInfo> peers, uint64_t commHash)
-    : rank_(rank), bootstrap_(bootstrap), peers_(std::move(peers)), commHash_(commHash) {}
+ConnectionTable::ConnectionTable(int rank, Bootstrap* bootstrap, std::vector<PeerInfo> peers, uint64_t commHash,
+                                 int64_t waitLimitMs)
+    : rank_(rank), bootstrap_(bootstrap), peers_(std::move(peers)), commHash_(commHash), waitLimitMs_(waitLimitMs) {}
 
 std::string ConnectionTable::tagOf(const ConnKey& key, int from, int to) const {
   char buf[96];
@@ -40,6 +41,7 @@ ConnRequest ConnectionTable::requestFor(const ConnKey& key, int from, int to, ui
   snprintf(buf, sizeof(buf), "comm %016llx %s ch%u %d->%d", (unsigned long long)commHash_, connClassName(key.cls),
            key.channel, from, to);
   req.label = buf;
+  req.waitLimitMs = waitLimitMs_;
   return req;
 }
 
@@ -101,6 +103,20 @@ ncclResult_t ConnectionTable::connectAll(const WaitBound& bound) {
     pending_.pop_back();
   }
   return ncclSuccess;
+}
+
+bool ConnectionTable::brokenLink(std::string* why) const {
+  auto broken = [&](const FifoEnd& end) {
+    if (!end.health || !end.health->failed()) return false;
+    *why = "link to peer rank " + std::to_string(end.peer) + " (pid " + std::to_string(peers_[end.peer].pid) +
+           ") failed: " + end.health->message;
+    return true;
+  };
+  for (const auto& [key, conn] : recvs_)
+    if (broken(conn->end())) return true;
+  for (const auto& [key, conn] : sends_)
+    if (broken(conn->end())) return true;
+  return false;
 }
 
 ncclResult_t ConnectionTable::checkLink(const FifoEnd& end) const {

@@ -19,7 +19,9 @@ namespace chorus {
 
 class ConnectionTable final : public ConnectorSource {
  public:
-  ConnectionTable(int rank, Bootstrap* bootstrap, std::vector<PeerInfo> peers, uint64_t commHash);
+  // `waitLimitMs`: the communicator's CHORUS_TIMEOUT_MS, passed to the transports (0 = no limit).
+  ConnectionTable(int rank, Bootstrap* bootstrap, std::vector<PeerInfo> peers, uint64_t commHash,
+                  int64_t waitLimitMs = 0);
 
   // Returns the connector; a new receiver is created and announced now, a new
   // sender is registered and completed by connectAll().
@@ -30,6 +32,9 @@ class ConnectionTable final : public ConnectorSource {
   // connector's data is moved by a proxy whose link broke. Called by the
   // executor for the connectors it waits on.
   ncclResult_t checkLink(const FifoEnd& end) const;
+  // Whether any connector's network link broke; *why then says which (nothing
+  // is logged). Finalize watches for a peer that went away with it.
+  bool brokenLink(std::string* why) const;
 
   // The send connector for `key`, or nullptr (tests inspect its FIFO).
   const SendConnector* findSend(const ConnKey& key) const {
@@ -52,6 +57,7 @@ class ConnectionTable final : public ConnectorSource {
   Bootstrap* bootstrap_;
   std::vector<PeerInfo> peers_;
   uint64_t commHash_;
+  int64_t waitLimitMs_;
   std::map<ConnKey, std::unique_ptr<RecvConnector>> recvs_;
   std::map<ConnKey, std::unique_ptr<SendConnector>> sends_;
   std::vector<PendingSend> pending_;

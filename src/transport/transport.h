@@ -47,6 +47,7 @@ struct ConnRequest {
   bool deviceMemory = false;
   int selfDevice = -1;
   std::string label;  // for messages: "comm 0x.. ring ch0 1->2"
+  int64_t waitLimitMs = 0;  // the communicator's CHORUS_TIMEOUT_MS (core/wait_limit.h): 0 = no limit
 };
 
 class Transport {

@@ -4,6 +4,7 @@
 // ncclCommGetAsyncError still reports ncclSuccess.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -47,15 +48,16 @@ void badCollectiveArgs(RankCtx& ctx) {
   const int n = ctx.nranks;
   std::vector<float> a(64, 1.0f), b(64 * static_cast<size_t>(n), 0.0f);
   ncclComm_t comm = ctx.comm;
-  expectError(ctx, ncclAllReduce(a.data(), b.data(), 4, static_cast<ncclDataType_t>(ncclNumTypes), ncclSum, comm, nullptr),
+  expectError(ctx,
+              ncclAllReduce(a.data(), b.data(), 4, static_cast<ncclDataType_t>(ncclNumTypes), ncclSum, comm, nullptr),
               ncclInvalidArgument, "datatype", "AllReduce with datatype ncclNumTypes");
   // 15: invalid but inside the enum's value range (casting -1 would be UB in C++ itself).
   expectError(ctx, ncclAllGather(a.data(), b.data(), 4, static_cast<ncclDataType_t>(15), comm, nullptr),
               ncclInvalidArgument, "datatype", "AllGather with datatype 15");
   expectError(ctx, ncclAllReduce(a.data(), b.data(), 4, ncclFloat32, static_cast<ncclRedOp_t>(77), comm, nullptr),
               ncclInvalidArgument, "operator", "AllReduce with op 77");
-  expectError(ctx, ncclReduce(a.data(), b.data(), 4, ncclFloat32, static_cast<ncclRedOp_t>(0x7ffffff0), 0, comm,
-                              nullptr),
+  expectError(ctx,
+              ncclReduce(a.data(), b.data(), 4, ncclFloat32, static_cast<ncclRedOp_t>(0x7ffffff0), 0, comm, nullptr),
               ncclInvalidArgument, "operator", "Reduce with op 0x7ffffff0");
   expectError(ctx, ncclBroadcast(a.data(), b.data(), 4, ncclFloat32, n, comm, nullptr), ncclInvalidArgument, "root",
               "Broadcast with root == nranks");
@@ -74,6 +76,35 @@ void badCollectiveArgs(RankCtx& ctx) {
   expectError(ctx, ncclAllReduce(a.data(), b.data(), 4, ncclFloat32, ncclSum, nullptr, nullptr), ncclInvalidArgument,
               "NULL", "AllReduce with NULL comm");
   expectError(ctx, ncclGroupEnd(), ncclInvalidUsage, "group", "ncclGroupEnd without ncclGroupStart");
+
+  // Counts whose byte size overflows or exceeds any address space: rejected
+  // before anything is allocated (no std::bad_alloc, no silent success).
+  const size_t huge[] = {SIZE_MAX, SIZE_MAX / 2, SIZE_MAX / 4 + 1};
+  for (size_t count : huge) {
+    const std::string tag = " with count " + std::to_string(count);
+    expectError(ctx, ncclAllReduce(a.data(), b.data(), count, ncclFloat32, ncclSum, comm, nullptr), ncclInvalidArgument,
+                "count", ("AllReduce" + tag).c_str());
+    expectError(ctx, ncclAllReduce(a.data(), b.data(), count, ncclInt8, ncclSum, comm, nullptr), ncclInvalidArgument,
+                "count", ("AllReduce of int8" + tag).c_str());
+    expectError(ctx, ncclBroadcast(a.data(), b.data(), count, ncclFloat64, 0, comm, nullptr), ncclInvalidArgument,
+                "count", ("Broadcast" + tag).c_str());
+    expectError(ctx, ncclSend(a.data(), count, ncclFloat32, 0, comm, nullptr), ncclInvalidArgument, "count",
+                ("Send" + tag).c_str());
+    expectError(ctx, ncclRecv(b.data(), count, ncclUint8, 0, comm, nullptr), ncclInvalidArgument, "count",
+                ("Recv" + tag).c_str());
+  }
+  // count fits for one rank, count x nranks does not (gather-type calls).
+  if (n > 1) {
+    const size_t perRank = (size_t{1} << 57) / static_cast<size_t>(n) + 1;  // bytes of int8
+    expectError(ctx, ncclAllGather(a.data(), b.data(), perRank, ncclInt8, comm, nullptr), ncclInvalidArgument, "ranks",
+                "AllGather whose count x nranks is too large");
+    expectError(ctx, ncclReduceScatter(a.data(), b.data(), perRank, ncclUint8, ncclSum, comm, nullptr),
+                ncclInvalidArgument, "ranks", "ReduceScatter whose count x nranks is too large");
+    expectError(ctx, ncclAlltoAll(a.data(), b.data(), SIZE_MAX / 2, ncclInt8, comm, nullptr), ncclInvalidArgument,
+                "ranks", "AlltoAll whose count x nranks overflows");
+    expectError(ctx, ncclGather(a.data(), b.data(), SIZE_MAX / 3, ncclInt8, 0, comm, nullptr), ncclInvalidArgument,
+                "ranks", "Gather whose count x nranks overflows");
+  }
 
   // A custom operator: wrong datatype, NULL scalar, then use after destroy.
   float scalar = 2.0f;
@@ -109,8 +140,8 @@ void badCollectiveArgs(RankCtx& ctx) {
   expectError(ctx, ncclCommSplit(comm, -7, 0, &child, nullptr), ncclInvalidArgument, "color",
               "ncclCommSplit with color -7");
   int bad = n;
-  expectError(ctx, ncclCommShrink(comm, &bad, 1, &child, nullptr, NCCL_SHRINK_DEFAULT), ncclInvalidArgument,
-              "range", "ncclCommShrink excluding an out-of-range rank");
+  expectError(ctx, ncclCommShrink(comm, &bad, 1, &child, nullptr, NCCL_SHRINK_DEFAULT), ncclInvalidArgument, "range",
+              "ncclCommShrink excluding an out-of-range rank");
   expectError(ctx, ncclCommCount(comm, nullptr), ncclInvalidArgument, "count", "ncclCommCount(NULL)");
   expectUsable(ctx);
 }

@@ -3,10 +3,11 @@
 // turns into an error naming the peer the next time it waits on it.
 #include "transports/net/net_link.h"
 
+#include <algorithm>
 #include <string>
 
-#include "core/params.h"
 #include "core/result.h"
+#include "core/wait_limit.h"
 
 namespace chorus {
 namespace {
@@ -105,7 +106,10 @@ bool linkClosable(NetLink& link) {
   const auto now = std::chrono::steady_clock::now();
   if (!link.draining) {
     link.draining = true;
-    link.drainDeadline = now + std::chrono::milliseconds(params::timeoutMs());
+    // After a finalize the peers took everything; otherwise (error, abort)
+    // give the peer a bounded moment to take what was posted.
+    const int64_t ms = link.waitLimitMs > 0 ? std::min(link.waitLimitMs, kCloseDrainMs) : kCloseDrainMs;
+    link.drainDeadline = deadlineAfterMs(ms, now);
   }
   const bool drained = link.completed == link.ctl->tail.load(std::memory_order_acquire);
   if (!drained && now >= link.drainDeadline)

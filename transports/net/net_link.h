@@ -42,6 +42,7 @@ struct NetLink {
   // GPU mode: a kernel moves the FIFO counters and cannot ring the doorbell,
   // so the proxy keeps polling the link (sleeps bounded by CHORUS_NET_POLL_MAX_US).
   bool kernelDriven = false;
+  int64_t waitLimitMs = 0;  // the communicator's CHORUS_TIMEOUT_MS (0: no limit)
 
   // Proxy-thread state.
   uint64_t posted = 0;

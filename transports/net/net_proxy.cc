@@ -10,14 +10,15 @@
 
 #include "core/log.h"
 #include "core/params.h"
+#include "core/wait_limit.h"
 
 namespace chorus {
 namespace {
 
 using ProxyClock = std::chrono::steady_clock;
 
-// At process exit, senders get at most this long (and never more than
-// CHORUS_TIMEOUT_MS) to hand over what the executor already posted.
+// At process exit, senders get at most this long to hand over what the
+// executor already posted (after ncclCommDestroy's finalize there is nothing).
 constexpr std::chrono::milliseconds kExitDrain(1000);
 
 // Proxies by process: a forked child must not use the parent's (its thread is
@@ -45,8 +46,7 @@ ProxySlot& proxySlot() {
 void stopProxyAtExit() {
   NetProxy* proxy = NetProxy::existing();
   if (proxy == nullptr) return;
-  const auto bound = std::chrono::milliseconds(std::max<int64_t>(0, params::timeoutMs()));
-  proxy->stopAtExit(std::min(bound, kExitDrain), bound);
+  proxy->stopAtExit(kExitDrain, std::chrono::milliseconds(kCloseDrainMs));
 }
 
 }  // namespace

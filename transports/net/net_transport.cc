@@ -22,6 +22,7 @@
 #include "core/host_identity.h"
 #include "core/params.h"
 #include "core/result.h"
+#include "core/wait_limit.h"
 #include "transport/host_fifo_mapping.h"
 #include "transports/net/net_backends.h"
 #include "transports/net/net_proxy.h"
@@ -79,6 +80,7 @@ ncclResult_t NetTransport::createRecv(const ConnRequest& req, const PeerInfo& pe
   CHORUS_CHECK(netChooseBackend(&net, &ndev));
   const int dev = req.channel % ndev;
   auto link = std::make_shared<NetLink>(false, net, linkLabel(req, net, dev));
+  link->waitLimitMs = req.waitLimitMs;
   link->kernelDriven = req.deviceMemory;
   CHORUS_CHECK(allocFifo(*link, req));
   uint8_t netHandle[CHORUS_NET_HANDLE_BYTES] = {};
@@ -117,7 +119,8 @@ ncclResult_t NetTransport::connectSend(const ConnRequest& req, const PeerInfo& p
   const int dev = req.channel % ndev;
   auto link = std::make_shared<NetLink>(true, net, linkLabel(req, net, dev));
   link->kernelDriven = req.deviceMemory;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(params::timeoutMs());
+  link->waitLimitMs = req.waitLimitMs;
+  const auto deadline = deadlineAfterLimit(req.waitLimitMs);
   for (;;) {
     clearLastError();
     ncclResult_t res = net->connect(dev, handle.data() + sizeof(hdr), &link->comm);
@@ -126,7 +129,7 @@ ncclResult_t NetTransport::connectSend(const ConnRequest& req, const PeerInfo& p
     if (link->comm != nullptr) break;
     if (std::chrono::steady_clock::now() >= deadline)
       return fail(ncclRemoteError, "net: %s: connect to rank %d did not complete within %lld ms (CHORUS_TIMEOUT_MS)",
-                  link->label.c_str(), req.peerRank, (long long)params::timeoutMs());
+                  link->label.c_str(), req.peerRank, (long long)req.waitLimitMs);
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   CHORUS_CHECK(allocFifo(*link, req));

@@ -22,6 +22,7 @@
 #include <mutex>
 
 #include "core/params.h"
+#include "core/wait_limit.h"
 
 namespace chorus::ib {
 namespace {
@@ -92,7 +93,7 @@ ncclResult_t readAll(int fd, uint8_t* buf, size_t n, Clock::time_point deadline)
   return ncclSuccess;
 }
 
-Clock::time_point setupDeadline() { return Clock::now() + std::chrono::milliseconds(params::timeoutMs()); }
+Clock::time_point setupDeadline() { return deadlineAfterMs(kNetSetupBoundMs); }
 
 ncclResult_t qpKnobs(IbQpKnobs* knobs) { return qpKnobsFromValues(params::ibTimeout(), params::ibRetryCnt(), knobs); }
 
@@ -153,7 +154,7 @@ ncclResult_t beginConnect(int dev, const SockAddr& target, IbComm** out) {
   std::unique_ptr<IbComm> comm(new IbComm);
   comm->isSend = true;
   if ((comm->dev = ibDevice(dev)) == nullptr) return ncclInvalidArgument;
-  int err = connectOnce(target, waitBoundAfter(params::timeoutMs()), &comm->sock);
+  int err = connectOnce(target, waitBoundAfter(kNetSetupBoundMs), &comm->sock);
   if (err != 0)
     return fail(ncclRemoteError, "NET/IB: cannot reach listener %s: %s", target.str().c_str(), strerror(err));
   ncclResult_t res = createResources(comm.get());

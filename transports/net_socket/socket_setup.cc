@@ -23,6 +23,7 @@
 #include <thread>
 
 #include "core/params.h"
+#include "core/wait_limit.h"
 #include "core/result.h"
 
 namespace chorus::sock {
@@ -103,7 +104,7 @@ void streamShape(uint32_t* nthreads, uint32_t* nsocks) {
 int connectBounded(const SockAddr& addr, Clock::time_point deadline, ForkClosedFd* fd) {
   int err = 0;
   do {
-    err = connectOnce(addr, WaitBound{deadline, nullptr}, fd);
+    err = connectOnce(addr, WaitBound{deadline, nullptr, {}}, fd);
     if (err == 0 || !connectRetryable(err)) return err;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   } while (Clock::now() < deadline);
@@ -252,7 +253,7 @@ ncclResult_t connectTo(int dev, const void* handle, void** sendComm) {
   streamShape(&nthreads, &nsocks);
   const uint32_t ndata = nthreads == 0 ? 0 : nthreads * nsocks;
   const uint64_t connId = random64();
-  const auto deadline = Clock::now() + std::chrono::milliseconds(params::timeoutMs());
+  const auto deadline = deadlineAfterMs(kNetSetupBoundMs);
   ForkClosedFd ctrl;
   std::vector<ForkClosedFd> data(ndata);
   for (uint32_t s = 0; s <= ndata; ++s) {

@@ -11,6 +11,7 @@
 
 #include "core/log.h"
 #include "core/params.h"
+#include "core/wait_limit.h"
 #include "core/result.h"
 #include "transports/net_ucx/ucx_comm.h"
 #include "transports/net_ucx/ucx_device.h"
@@ -75,7 +76,7 @@ void onEndpointError(void* arg, ucp_ep_h, ucs_status_t status) {
   conn->failStatus = status;
 }
 
-int closeWaitMs() { return static_cast<int>(std::min<int64_t>(params::timeoutMs(), 10000)); }
+int closeWaitMs() { return static_cast<int>(kCloseDrainMs); }
 
 // ---- Listener -----------------------------------------------------------------
 
@@ -201,7 +202,7 @@ ncclResult_t beginConnect(const ListenHandle& target, std::unique_ptr<PendingCon
   pc->conn = new UcxConn;
   pc->conn->w = w;
   pc->conn->isSend = true;
-  pc->deadline = Clock::now() + std::chrono::milliseconds(params::timeoutMs());
+  pc->deadline = deadlineAfterMs(kNetSetupBoundMs);
   ncclResult_t res;
   {
     std::lock_guard<std::mutex> lock(w->mu);
@@ -247,8 +248,8 @@ ncclResult_t advanceConnect(PendingConnect* pc, bool* done) {
     return ncclSuccess;
   }
   if (Clock::now() > pc->deadline)
-    return fail(ncclRemoteError, "NET/UCX: no answer from the listener within CHORUS_TIMEOUT_MS=%lld ms",
-                static_cast<long long>(params::timeoutMs()));
+    return fail(ncclRemoteError, "NET/UCX: no answer from the listener within %lld ms",
+                static_cast<long long>(kNetSetupBoundMs));
   return ncclSuccess;
 }
 

@@ -10,6 +10,7 @@
 
 #include "core/comm.h"
 #include "core/log.h"
+#include "core/wait_limit.h"
 #include "gpu/cuda/cuda_util.h"
 #include "gpu/cuda/gpu_watchdog.h"
 #include "gpu/launch_policy.h"
@@ -149,11 +150,19 @@ void commSignalAbort(ncclComm* comm) {
   std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 
+// How long destroy/finalize wait for running kernels: CHORUS_TIMEOUT_MS when
+// set (at least 1 s), else until they end (a dead peer or an abort ends them).
+namespace {
+int64_t kernelWaitMs(const ncclComm* comm) {
+  return comm->config.timeoutMs > 0 ? std::max<int64_t>(comm->config.timeoutMs, 1000) : kMaxWaitLimitMs;
+}
+}  // namespace
+
 void commTeardown(ncclComm* comm, bool abort) {
   if (!comm->gpu) return;
   GpuWatchdog::instance().remove(comm);
   CommState& st = *comm->gpu;
-  const int64_t bound = std::max<int64_t>(comm->config.timeoutMs, 1000);
+  const int64_t bound = kernelWaitMs(comm);
   if (!abort && !st.waitIdle(bound)) {
     CHORUS_WARN(kLogInit, "comm %p rank %d: kernels still running %lld ms into destroy; stopping them", (void*)comm,
                 comm->id.rank, static_cast<long long>(bound));
@@ -161,11 +170,11 @@ void commTeardown(ncclComm* comm, bool abort) {
   }
   if (abort) {
     commSignalAbort(comm);
-    if (!st.waitIdle(bound)) {
+    if (!st.waitIdle(std::min(bound, kCloseDrainMs))) {
       // A kernel that ignores the abort flag cannot be stopped from the host:
       // leak its memory rather than free what it may still touch, and return.
       CHORUS_WARN(kLogInit, "comm %p rank %d: kernels did not stop within %lld ms of the abort; leaking their memory",
-                  (void*)comm, comm->id.rank, static_cast<long long>(bound));
+                  (void*)comm, comm->id.rank, static_cast<long long>(std::min(bound, kCloseDrainMs)));
       (void)comm->gpu.release();
       (void)comm->conns.release();  // nor the FIFOs it may still be using
       return;
@@ -176,7 +185,7 @@ void commTeardown(ncclComm* comm, bool abort) {
 
 ncclResult_t commDrain(ncclComm* comm) {
   if (!comm->gpu) return ncclSuccess;
-  const int64_t bound = std::max<int64_t>(comm->config.timeoutMs, 1000);
+  const int64_t bound = kernelWaitMs(comm);
   const bool idle = comm->gpu->waitIdle(bound);
   CHORUS_CHECK(commPollError(comm));
   if (!idle)

@@ -1,0 +1,64 @@
+// CHORUS_TIMEOUT_MS / CHORUS_INIT_TIMEOUT_MS normalisation (core/wait_limit.h):
+// 0 and negative mean no limit, huge values saturate, deadlines never overflow.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <limits>
+
+#include "bootstrap/store.h"
+#include "common/rank_runner.h"
+#include "core/comm_config.h"
+#include "core/wait_limit.h"
+
+namespace chorus {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+TEST(WaitLimit, ZeroAndNegativeMeanNoLimit) {
+  EXPECT_EQ(normalizeWaitLimitMs(0), 0);
+  EXPECT_EQ(normalizeWaitLimitMs(-1), 0);
+  EXPECT_EQ(normalizeWaitLimitMs(std::numeric_limits<int64_t>::min()), 0);
+  EXPECT_EQ(deadlineAfterLimit(0), Clock::time_point::max());
+  EXPECT_EQ(deadlineAfterLimit(-5), Clock::time_point::max());
+  EXPECT_TRUE(waitUnbounded(waitBoundLimit(0)));
+  EXPECT_FALSE(waitUnbounded(waitBoundLimit(10)));
+}
+
+TEST(WaitLimit, HugeValuesSaturateWithoutOverflow) {
+  const int64_t big = std::numeric_limits<int64_t>::max();
+  EXPECT_EQ(normalizeWaitLimitMs(big), kMaxWaitLimitMs);
+  const auto now = Clock::now();
+  const auto d = deadlineAfterLimit(big, now);
+  EXPECT_GT(d, now + std::chrono::hours(24 * 365 * 30));  // decades away, not in the past
+  EXPECT_GT(deadlineAfterMs(big, now), now);
+  EXPECT_EQ(deadlineAfterMs(-3, now), now);
+  // GPU kernels take the limit in ns: it still fits in 64 bits.
+  EXPECT_LT(static_cast<uint64_t>(kMaxWaitLimitMs), UINT64_MAX / 1000000ull);
+}
+
+TEST(WaitLimit, SmallValuesStayExact) {
+  EXPECT_EQ(normalizeWaitLimitMs(1), 1);
+  EXPECT_EQ(normalizeWaitLimitMs(2000), 2000);
+  const auto now = Clock::now();
+  EXPECT_EQ(deadlineAfterLimit(2000, now), now + std::chrono::milliseconds(2000));
+}
+
+TEST(WaitLimit, CommConfigReadsTheKnobsThisWay) {
+  struct Row {
+    const char* value;
+    int64_t want;
+  };
+  for (const Row& r :
+       {Row{"", 0}, Row{"0", 0}, Row{"-1", 0}, Row{"9223372036854775807", kMaxWaitLimitMs}, Row{"1500", 1500}}) {
+    test::ScopedEnv env({{"CHORUS_TIMEOUT_MS", r.value}, {"CHORUS_INIT_TIMEOUT_MS", r.value}});
+    CommConfig c;
+    ASSERT_EQ(resolveCommConfig(nullptr, nullptr, &c), ncclSuccess);
+    EXPECT_EQ(c.timeoutMs, r.want) << "CHORUS_TIMEOUT_MS=" << r.value;
+    EXPECT_EQ(c.initTimeoutMs, r.want) << "CHORUS_INIT_TIMEOUT_MS=" << r.value;
+  }
+}
+
+}  // namespace
+}  // namespace chorus
