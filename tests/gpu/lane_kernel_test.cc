@@ -1,11 +1,14 @@
 // The lane kernel (kernels/colls/lane_kernel.cuh) on one GPU: lanes of one
 // launch talk through connectors in device memory, with both protocols. A
-// three-lane chain (send -> recvReduceCopySend -> recvReduce) must produce
-// exactly what the host reduction loops give for the same operand order, with
-// few slots so they wrap many times. Aborts, timeouts and mismatched piece
-// sizes must end the launch with the matching status instead of hanging.
+// three-lane chain of Single segments (send -> recvReduceCopySend ->
+// recvReduce) must produce exactly what the host reduction loops give for the
+// same operand order, with few slots so they wrap many times; three lanes
+// running one RingAllReduce segment each (the steps generated on the device)
+// must all end with the sum. Aborts, timeouts and mismatched piece sizes must
+// end the launch with the matching status instead of hanging.
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <ostream>
 #include <random>
 #include <thread>
@@ -54,16 +57,16 @@ struct LaunchResult {
   dev::LaneStatusRecord status;
 };
 
-LaunchResult runLanes(dev::LaneLaunch L, const std::vector<dev::DevLane>& lanes, const std::vector<dev::DevStep>& steps,
-                      const std::vector<dev::DevFifo>& fifos, volatile int32_t* abortFlag = nullptr,
-                      std::chrono::milliseconds abortAfter = {}) {
+LaunchResult runLanes(dev::LaneLaunch L, const std::vector<dev::DevLane>& lanes,
+                      const std::vector<sched::Segment>& segments, const std::vector<dev::DevFifo>& fifos,
+                      volatile int32_t* abortFlag = nullptr, std::chrono::milliseconds abortAfter = {}) {
   DeviceBuffer dst(sizeof(dev::LaneStatusRecord));
   dev::LaneStatusRecord init;
   dst.upload(&init);
   L.lanes = lanes.data();
   L.nLanes = static_cast<int>(lanes.size());
-  L.steps = steps.data();
-  L.nSteps = static_cast<int>(steps.size());
+  L.segments = segments.data();
+  L.nSegments = static_cast<int>(segments.size());
   L.fifos = fifos.data();
   L.nFifos = static_cast<int>(fifos.size());
   L.status = dst.as<dev::LaneStatusRecord>();
@@ -78,16 +81,19 @@ LaunchResult runLanes(dev::LaneLaunch L, const std::vector<dev::DevLane>& lanes,
   return r;
 }
 
-// A step with at most one receive and one send connector (-1: none).
-dev::DevStep makeStep(int recv, int send, const void* src, void* dst, uint64_t count, bool preSrc, bool post) {
-  dev::DevStep s;
-  if (recv >= 0) s.recv[s.nRecv++] = static_cast<int16_t>(recv);
-  if (send >= 0) s.send[s.nSend++] = static_cast<int16_t>(send);
+// A Single segment (one step) with at most one receive and one send
+// connector (-1: none); src and dst may be null.
+sched::Segment makeStep(int recv, int send, const void* src, void* dst, uint64_t count, bool preSrc, bool post,
+                        bool direct = false) {
+  sched::Segment s;
+  if (recv >= 0) s.conn[0] = static_cast<int16_t>(recv);
+  if (send >= 0) s.conn[2] = static_cast<int16_t>(send);
   s.src = src;
   s.dst = dst;
   s.count = count;
-  s.preSrc = preSrc;
-  s.post = post;
+  s.flags = static_cast<uint8_t>((src ? sched::kSegHasSrc : 0) | (dst ? sched::kSegHasDst : 0) |
+                                 (preSrc ? sched::kSegPreSrc : 0) | (post ? sched::kSegPost : 0) |
+                                 (direct ? sched::kSegDirect : 0));
   return s;
 }
 
@@ -161,7 +167,7 @@ TEST_P(LaneChain, MatchesHostReductionOrder) {
   FifoMemory f01(slotBytes, 2), f12(slotBytes, 2);
   std::vector<dev::DevFifo> fifos = {f01.end(true, 1), f01.end(false, 0), f12.end(true, 2), f12.end(false, 1)};
   const bool pre = kind == ReduceKind::PreMulSum, post = kind == ReduceKind::SumPostDiv;
-  std::vector<dev::DevStep> steps = {
+  std::vector<sched::Segment> steps = {
       makeStep(-1, 0, dA.get(), nullptr, n, pre, false),      // send A
       makeStep(1, 2, dB.get(), dOut1.get(), n, pre, false),   // recv, reduce B, copy out, send
       makeStep(3, -1, dC.get(), dOut2.get(), n, pre, post)};  // recv, reduce C, out
@@ -202,6 +208,76 @@ INSTANTIATE_TEST_SUITE_P(Protocols, LaneChain,
                                   (info.param.protocol == dev::Protocol::LL ? "_LL" : "_Simple");
                          });
 
+// Three lanes as the three ranks of a ring, each running one RingAllReduce
+// segment whose steps the kernel generates (src/sched/segment.h): rounds of
+// chunks that fit half a FIFO, so every lane ends with the sum of all inputs.
+// Small integers: the sum is exact in any order.
+class LaneRing : public ::testing::TestWithParam<dev::Protocol> {
+ protected:
+  void SetUp() override {
+    CHORUS_REQUIRE_GPU();
+    if (!dev::kernelCompiled(ncclFloat32, ReduceKind::Sum)) GTEST_SKIP() << "f32:sum filtered out";
+  }
+};
+
+TEST_P(LaneRing, EveryLaneEndsWithTheSum) {
+  constexpr int kRanks = 3;
+  constexpr uint32_t kSlots = 4;
+  const dev::Protocol protocol = GetParam();
+  const bool ll = protocol == dev::Protocol::LL;
+  const uint32_t slotBytes = ll ? 8192 : 64 * 1024, piece = ll ? dev::llPayloadBytes(slotBytes) : slotBytes;
+  const uint64_t n = 300001, chunk = piece / sizeof(float) * (kSlots / 2);  // several rounds, ragged
+  std::vector<std::vector<float>> inputs(kRanks, std::vector<float>(n));
+  std::vector<float> want(n, 0.0f);
+  for (int r = 0; r < kRanks; ++r)
+    for (uint64_t i = 0; i < n; ++i) {
+      inputs[r][i] = float(int((i * 7 + uint64_t(r) * 13) % 17) - 8);
+      want[i] += inputs[r][i];
+    }
+  std::vector<std::unique_ptr<DeviceBuffer>> in, out;
+  std::vector<std::unique_ptr<FifoMemory>> links;  // link r: lane r -> lane r+1
+  std::vector<dev::DevFifo> fifos;                 // 2r: link r's send end, 2r+1: its receive end
+  for (int r = 0; r < kRanks; ++r) {
+    in.push_back(std::make_unique<DeviceBuffer>(n * sizeof(float)));
+    out.push_back(std::make_unique<DeviceBuffer>(n * sizeof(float)));
+    ASSERT_TRUE(in.back()->upload(inputs[r].data()));
+    links.push_back(std::make_unique<FifoMemory>(slotBytes, kSlots));
+    fifos.push_back(links.back()->end(true, (r + 1) % kRanks));
+    fifos.push_back(links.back()->end(false, r));
+  }
+  std::vector<sched::Segment> segments(kRanks);
+  std::vector<dev::DevLane> lanes(kRanks);
+  for (int r = 0; r < kRanks; ++r) {
+    sched::Segment& s = segments[r];
+    s.kind = sched::SegmentKind::RingAllReduce;
+    s.src = in[r]->get();
+    s.dst = out[r]->get();
+    s.count = n;
+    s.roundElems = chunk * kRanks;
+    s.nranks = kRanks;
+    s.pos = r;
+    s.conn[0] = static_cast<int16_t>(2 * ((r + kRanks - 1) % kRanks) + 1);
+    s.conn[1] = static_cast<int16_t>(2 * r);
+    lanes[r] = {uint32_t(r), 1, piece, protocol};
+  }
+  dev::LaneLaunch L;
+  L.type = ncclFloat32;
+  L.kind = ReduceKind::Sum;
+  L.timeoutNs = 20ull * 1000 * 1000 * 1000;
+  const LaunchResult res = runLanes(L, lanes, segments, fifos);
+  ASSERT_EQ(res.launch, cudaSuccess);
+  ASSERT_EQ(res.sync, cudaSuccess);
+  ASSERT_EQ(res.status.status, 0) << "lane " << res.status.lane << " peer " << res.status.peer;
+  for (int r = 0; r < kRanks; ++r) {
+    std::vector<float> got(n);
+    ASSERT_TRUE(out[r]->download(got.data()));
+    EXPECT_EQ(got, want) << "lane " << r;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Protocols, LaneRing, ::testing::Values(dev::Protocol::Simple, dev::Protocol::LL),
+                         [](const auto& info) { return info.param == dev::Protocol::LL ? "LL" : "Simple"; });
+
 // A receiver whose sender never comes: the launch must end on the abort
 // flag (set from the host while the kernel spins) or on the timeout.
 class LaneFailure : public ::testing::Test {
@@ -212,7 +288,7 @@ class LaneFailure : public ::testing::Test {
   }
   FifoMemory fifo{64 * 1024, 2};
   DeviceBuffer out{4096};
-  std::vector<dev::DevStep> lonelyReceiver(dev::Protocol) {
+  std::vector<sched::Segment> lonelyReceiver(dev::Protocol) {
     return {makeStep(0, -1, nullptr, out.get(), 1024, false, false)};
   }
   // Lane 0 sends 10 floats (as pieces, or zero-copy), lane 1 expects 1024
@@ -220,9 +296,8 @@ class LaneFailure : public ::testing::Test {
   LaunchResult sendTenExpectMore(bool zeroCopy) {
     DeviceBuffer in(4096);
     std::vector<dev::DevFifo> fifos = {fifo.end(true, 1), fifo.end(false, 4)};
-    dev::DevStep send = makeStep(-1, 0, in.get(), nullptr, 10, false, false);
-    send.direct = zeroCopy ? 1 : 0;
-    std::vector<dev::DevStep> steps = {send, makeStep(1, -1, nullptr, out.get(), 1024, false, false)};
+    std::vector<sched::Segment> steps = {makeStep(-1, 0, in.get(), nullptr, 10, false, false, zeroCopy),
+                                         makeStep(1, -1, nullptr, out.get(), 1024, false, false)};
     dev::LaneLaunch L;
     L.timeoutNs = 300ull * 1000 * 1000;  // a zero-copy sender then waits for its reader until this timeout
     return runLanes(L, {{0, 1, 64 * 1024, dev::Protocol::Simple}, {1, 1, 64 * 1024, dev::Protocol::Simple}}, steps,
@@ -282,11 +357,10 @@ TEST_F(LaneFailure, ZeroCopySendThenAPlainPieceOnOneConnector) {
   DeviceBuffer dA(bytes), dB(b.size() * 4), dOutA(bytes), dOutB(b.size() * 4);
   ASSERT_TRUE(dA.upload(a.data()) && dB.upload(b.data()));
   std::vector<dev::DevFifo> fifos = {fifo.end(true, 1), fifo.end(false, 0)};
-  dev::DevStep zeroCopy = makeStep(-1, 0, dA.get(), nullptr, n, false, false);
-  zeroCopy.direct = 1;
-  std::vector<dev::DevStep> steps = {zeroCopy, makeStep(-1, 0, dB.get(), nullptr, b.size(), false, false),
-                                     makeStep(1, -1, nullptr, dOutA.get(), n, false, false),
-                                     makeStep(1, -1, nullptr, dOutB.get(), b.size(), false, false)};
+  std::vector<sched::Segment> steps = {makeStep(-1, 0, dA.get(), nullptr, n, false, false, /*direct=*/true),
+                                       makeStep(-1, 0, dB.get(), nullptr, b.size(), false, false),
+                                       makeStep(1, -1, nullptr, dOutA.get(), n, false, false),
+                                       makeStep(1, -1, nullptr, dOutB.get(), b.size(), false, false)};
   dev::LaneLaunch L;
   L.timeoutNs = 10ull * 1000 * 1000 * 1000;
   const LaunchResult r =
@@ -312,15 +386,17 @@ TEST_F(LaneFailure, ZeroCopyDescriptorOfTheWrongSizeIsReported) {
 }
 
 // The kernel trusts every index in its parameters: packLaneParams refuses
-// what would make it read or write out of bounds. Host-only: runs everywhere.
+// what would make it read or write out of bounds, or a segment whose steps
+// the kernel cannot run. Host-only: runs everywhere.
 class LaneParamsChecks : public ::testing::Test {
  protected:
   uint64_t counters[3] = {};
   uint32_t sizes[4] = {};
   char slots[4096] = {};
   dev::DevFifo fifo;
-  dev::DevStep step;
+  sched::Segment seg;
   dev::DevLane lane{0, 1, 1024, dev::Protocol::Simple};
+  int32_t ring[4] = {0, 1, 2, 3};
   dev::LaneLaunch L;
   dev::LaneParams params;
   float out[256] = {};
@@ -332,25 +408,39 @@ class LaneParamsChecks : public ::testing::Test {
     fifo.slots = slots;
     fifo.slotBytes = 1024;
     fifo.nslots = 4;
-    step.nRecv = 1;
-    step.recv[0] = 0;
-    step.dst = out;
-    step.count = 256;
+    seg = makeStep(0, -1, nullptr, out, 256, false, false);  // a plain receive into out
     L.lanes = &lane;
     L.nLanes = 1;
-    L.steps = &step;
-    L.nSteps = 1;
+    L.segments = &seg;
+    L.nSegments = 1;
     L.fifos = &fifo;
     L.nFifos = 1;
   }
   cudaError_t pack() { return dev::packLaneParams(L, sizeof(float), &params); }
+  // A ring all-reduce segment at position 1 of 4 over the one fifo (both directions).
+  sched::Segment ringSegment() {
+    sched::Segment s;
+    s.kind = sched::SegmentKind::RingAllReduce;
+    s.src = out;
+    s.dst = out;
+    s.count = 256;
+    s.roundElems = 64;
+    s.nranks = 4;
+    s.pos = 1;
+    s.conn[0] = 0;
+    s.conn[1] = 0;
+    return s;
+  }
 };
 
 TEST_F(LaneParamsChecks, AValidLaunchIsCopiedIntoTheParameters) {
   ASSERT_EQ(pack(), cudaSuccess);
   EXPECT_EQ(params.L.nLanes, 1);
   EXPECT_EQ(params.L.lanes, nullptr) << "host pointers must not reach the kernel";
-  EXPECT_EQ(params.steps[0].dst, static_cast<void*>(out));
+  EXPECT_EQ(params.L.segments, nullptr);
+  EXPECT_EQ(params.L.fifos, nullptr);
+  EXPECT_EQ(params.segments[0].dst, static_cast<void*>(out));
+  EXPECT_EQ(params.segments[0].count, 256u);
   EXPECT_EQ(params.fifos[0].slots, slots);
   EXPECT_EQ(params.lanes[0].pieceBytes, 1024u);
 }
@@ -363,14 +453,61 @@ TEST_F(LaneParamsChecks, BadThreadCountsAreRefused) {
 }
 
 TEST_F(LaneParamsChecks, IndicesOutsideTheArraysAreRefused) {
-  step.recv[0] = 1;  // only one fifo
+  seg.conn[0] = 1;  // only one fifo
   EXPECT_EQ(pack(), cudaErrorInvalidValue);
-  step.recv[0] = 0;
-  lane.nSteps = 2;  // past the step array
+  seg.conn[0] = 0;
+  lane.nSegments = 2;  // past the segment array
   EXPECT_EQ(pack(), cudaErrorInvalidValue);
-  lane.nSteps = 1;
+  lane.nSegments = 1;
+  lane.firstSegment = 1;
+  EXPECT_EQ(pack(), cudaErrorInvalidValue);
+  lane.firstSegment = 0;
   L.nLanes = dev::kLaunchMaxLanes + 1;
   EXPECT_EQ(pack(), cudaErrorInvalidValue);
+  L.nLanes = 1;
+  L.nSegments = dev::kLaunchMaxSegments + 1;
+  EXPECT_EQ(pack(), cudaErrorInvalidValue);
+  L.nSegments = 1;
+  ASSERT_EQ(pack(), cudaSuccess);
+}
+
+TEST_F(LaneParamsChecks, RingSegmentsMustStayInsideTheirRingAndRankTable) {
+  seg = ringSegment();
+  ASSERT_EQ(pack(), cudaSuccess);
+  seg.pos = 4;  // not a position of a 4-rank ring
+  EXPECT_EQ(pack(), cudaErrorInvalidValue);
+  seg.pos = 1;
+  seg.roundElems = 0;  // no rounds: the step count would divide by zero
+  EXPECT_EQ(pack(), cudaErrorInvalidValue);
+  seg.roundElems = 64;
+  seg.conn[1] = sched::kNoConn;  // a ring step sends
+  EXPECT_EQ(pack(), cudaErrorInvalidValue);
+  seg.conn[1] = 0;
+  seg.kind = sched::SegmentKind::RingGather;
+  seg.blockElems = 256;
+  seg.ringTable = 0;  // no rank table in the launch
+  EXPECT_EQ(pack(), cudaErrorInvalidValue);
+  L.rankTable = ring;
+  L.nRankTable = 3;  // one entry short of the ring
+  EXPECT_EQ(pack(), cudaErrorInvalidValue);
+  L.nRankTable = 4;
+  ASSERT_EQ(pack(), cudaSuccess);
+  EXPECT_EQ(params.rankTable[3], 3);
+}
+
+TEST_F(LaneParamsChecks, SingleSegmentsNeedAnOutputAndPackedConnectors) {
+  seg.flags = 0;  // neither a local output nor a send: nowhere for the result
+  EXPECT_EQ(pack(), cudaErrorInvalidValue);
+  seg.flags = sched::kSegHasDst;
+  seg.conn[1] = seg.conn[0];
+  seg.conn[0] = sched::kNoConn;  // second receive without a first
+  EXPECT_EQ(pack(), cudaErrorInvalidValue);
+  seg.conn[0] = 0;
+  seg.conn[1] = sched::kNoConn;
+  seg.conn[3] = 0;  // second send without a first
+  EXPECT_EQ(pack(), cudaErrorInvalidValue);
+  seg.conn[3] = sched::kNoConn;
+  EXPECT_EQ(pack(), cudaSuccess);
 }
 
 TEST_F(LaneParamsChecks, OversizedLLPiecesAndMissingCountersAreRefused) {
@@ -385,18 +522,20 @@ TEST_F(LaneParamsChecks, OversizedLLPiecesAndMissingCountersAreRefused) {
 
 TEST_F(LaneParamsChecks, ZeroCopyOnlyOnPlainSendsOfSimpleLanes) {
   float in[256] = {};
-  step = dev::DevStep{};
-  step.send[step.nSend++] = 0;
-  step.src = in;
-  step.count = 256;
-  step.direct = 1;
+  seg = makeStep(-1, 0, in, nullptr, 256, false, false, /*direct=*/true);
   EXPECT_EQ(pack(), cudaSuccess);
-  step.preSrc = 1;  // a zero-copy step cannot scale its input
+  seg.flags |= sched::kSegPreSrc;  // a zero-copy step cannot scale its input
   EXPECT_EQ(pack(), cudaErrorInvalidValue);
-  step.preSrc = 0;
-  step.recv[step.nRecv++] = 0;  // nor receive
+  seg.flags &= static_cast<uint8_t>(~sched::kSegPreSrc);
+  seg.conn[0] = 0;  // nor receive
   EXPECT_EQ(pack(), cudaErrorInvalidValue);
-  step.nRecv = 0;
+  seg.conn[0] = sched::kNoConn;
+  seg.dst = out;
+  seg.flags |= sched::kSegHasDst;  // nor keep a local copy
+  EXPECT_EQ(pack(), cudaErrorInvalidValue);
+  seg.dst = nullptr;
+  seg.flags &= static_cast<uint8_t>(~sched::kSegHasDst);
+  ASSERT_EQ(pack(), cudaSuccess);
   lane.protocol = dev::Protocol::LL;
   EXPECT_EQ(pack(), cudaErrorInvalidValue);
 }
