@@ -108,7 +108,8 @@ ncclResult_t lookupOrBuild(std::span<const Task> tasks, Plan** out) {
 
 ncclResult_t connectPlan(Plan* plan) {
   ncclComm* comm = plan->comm;
-  std::string gone;  // a dead peer ends the wait even without a time limit
+  if (!comm->conns->hasPending()) return ncclSuccess;  // the common case: a repeated call allocates nothing
+  std::string gone;                                    // a dead peer ends the wait even without a time limit
   const WaitBound bound = watchPeers(waitBoundLimit(comm->config.timeoutMs, &comm->abortFlag), comm, &gone);
   const ncclResult_t res = explainPeerGone(comm->conns->connectAll(bound), comm, gone);
   if (res != ncclSuccess) commSetError(comm, res, lastErrorMessage());

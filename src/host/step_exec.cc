@@ -38,6 +38,8 @@ void loadStep(const Plan& plan, Lane& lane) {
   a.src = in ? in + d.srcOff * a.elemBytes : nullptr;
   a.dst = step::hasOutput(d) ? static_cast<char*>(seg.dst) + d.dstOff * a.elemBytes : nullptr;
   a.streamDst = (seg.flags & sched::kSegStream) != 0 && a.dst != nullptr;
+  a.zeroCopy = step::sendsZeroCopy(d, d.nSend == 1 && a.send[0]->end().peerReadsOurBuffers);
+  a.pieceElems = step::pieceElems(d, lane.pieceBytes, a.elemBytes);
   lane.loaded = true;
 }
 
@@ -67,9 +69,15 @@ void combine(const ActiveStep& a, char* target, const char* src, size_t n) {
   const ReduceSpec& spec = *a.spec;
   const bool pre = a.desc.preSrc != 0, post = a.desc.post != 0;
   switch (step::combineCase(a.desc)) {
-    case Combine::Transform: host::transform(spec, target, src, pre, n, post); break;
-    case Combine::Forward: host::transform(spec, target, a.recv[0]->slot(), false, n, post); break;
-    case Combine::ReduceInput: host::reduce(spec, target, a.recv[0]->slot(), false, src, pre, n, post); break;
+    case Combine::Transform:
+      host::transform(spec, target, src, pre, n, post);
+      break;
+    case Combine::Forward:
+      host::transform(spec, target, a.recv[0]->slot(), false, n, post);
+      break;
+    case Combine::ReduceInput:
+      host::reduce(spec, target, a.recv[0]->slot(), false, src, pre, n, post);
+      break;
     case Combine::ReduceTwo:
       host::reduce(spec, target, a.recv[0]->slot(), false, a.recv[1]->slot(), false, n, post);
       break;
@@ -88,12 +96,14 @@ Ready connectorsReady(const Plan& plan, const Lane& lane, uint32_t bytes, ncclRe
   for (int i = 0; i < a.desc.nRecv; ++i) {
     if (!a.recv[i]->ready()) return Ready::No;
     switch (step::classifySlot(a.desc, a.recv[i]->size(), bytes)) {
-      case step::SlotHolds::Piece: break;
-      case step::SlotHolds::Descriptor: return Ready::Descriptor;
+      case step::SlotHolds::Piece:
+        break;
+      case step::SlotHolds::Descriptor:
+        return Ready::Descriptor;
       case step::SlotHolds::Mismatch:
-        *err = laneFailureError(
-            step::sizeMismatch(laneIndex(plan, lane), a.recv[i]->end().peer, a.recv[i]->size(), bytes),
-            plan.comm ? plan.comm->id.rank : -1, 0);
+        *err =
+            laneFailureError(step::sizeMismatch(laneIndex(plan, lane), a.recv[i]->end().peer, a.recv[i]->size(), bytes),
+                             plan.comm ? plan.comm->id.rank : -1, 0);
         return Ready::Failed;
     }
   }
@@ -171,17 +181,21 @@ void copyOut(const ActiveStep& a, char* dst, const void* from, size_t bytes) {
 }  // namespace
 
 bool progressLane(const Plan& plan, Lane& lane, ncclResult_t* err) {
-  if (!settle(plan, lane)) return false;
+  // Fast path of a poll: the lane is inside a loaded step.
+  if (!(lane.loaded && lane.done < lane.active.desc.count) && !settle(plan, lane)) return false;
   ActiveStep& a = lane.active;
-  const bool peerReads = a.desc.nSend == 1 && a.send[0]->end().peerReadsOurBuffers;
-  if (step::sendsZeroCopy(a.desc, peerReads)) return progressDirectSend(lane);
-  const size_t n = step::nextPiece(a.desc, lane.pieceBytes, a.elemBytes, lane.done);
+  if (a.zeroCopy) return progressDirectSend(lane);
+  const uint64_t left = a.desc.count - lane.done;
+  const size_t n = a.pieceElems < left ? a.pieceElems : left;  // step::nextPiece, with the piece size cached
   const auto bytes = static_cast<uint32_t>(n * a.elemBytes);
   switch (connectorsReady(plan, lane, bytes, err)) {
     case Ready::No:
-    case Ready::Failed: return false;
-    case Ready::Descriptor: return receiveDirect(plan, lane, err);
-    case Ready::Yes: break;
+    case Ready::Failed:
+      return false;
+    case Ready::Descriptor:
+      return receiveDirect(plan, lane, err);
+    case Ready::Yes:
+      break;
   }
   const size_t off = lane.done * a.elemBytes;
   const char* src = a.src ? a.src + off : nullptr;
@@ -203,8 +217,6 @@ bool progressLane(const Plan& plan, Lane& lane, ncclResult_t* err) {
 }
 
 // The step a lane waits on, or null when it has finished.
-const ActiveStep* waitingStep(const Plan& plan, Lane& lane) {
-  return settle(plan, lane) ? &lane.active : nullptr;
-}
+const ActiveStep* waitingStep(const Plan& plan, Lane& lane) { return settle(plan, lane) ? &lane.active : nullptr; }
 
 }  // namespace chorus

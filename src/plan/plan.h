@@ -44,7 +44,9 @@ struct ActiveStep {
   char* dst = nullptr;
   const ReduceSpec* spec = nullptr;
   uint32_t elemBytes = 1;
-  bool streamDst = false;  // dst is much larger than the caches: non-temporal stores
+  bool streamDst = false;   // dst is much larger than the caches: non-temporal stores
+  bool zeroCopy = false;    // step_rules.h's sendsZeroCopy, decided when the step is loaded
+  uint64_t pieceElems = 0;  // step_rules.h's pieceElems for the lane's piece size
 };
 
 struct Lane {
@@ -55,7 +57,7 @@ struct Lane {
   size_t seg = 0;
   uint64_t step = 0;
   uint64_t done = 0;
-  bool loaded = false;          // `active` holds step (seg, step)
+  bool loaded = false;  // `active` holds step (seg, step)
   ActiveStep active;
   bool awaitingReader = false;  // a zero-copy send is posted; it ends when the receiver freed the slot
   uint64_t readerCopied = 0;    // the receiver's progress last seen while awaiting it

@@ -28,6 +28,8 @@ class ConnectionTable final : public ConnectorSource {
   ncclResult_t requestRecv(const ConnKey& key, uint32_t slotBytes, uint32_t nslots, RecvConnector** out) override;
   ncclResult_t requestSend(const ConnKey& key, uint32_t slotBytes, uint32_t nslots, SendConnector** out) override;
   ncclResult_t connectAll(const WaitBound& bound);
+  // Whether a requested sender still waits for connectAll().
+  bool hasPending() const { return !pending_.empty(); }
   // Fails (with the mover's code and message, naming the peer) if the
   // connector's data is moved by a proxy whose link broke. Called by the
   // executor for the connectors it waits on.
