@@ -1,7 +1,9 @@
 #include "api/arg_checks.h"
 
+#include <algorithm>
 #include <string>
 
+#include "core/coll_types.h"
 #include "core/result.h"
 
 namespace chorus {
@@ -28,38 +30,16 @@ ncclResult_t checkBuffer(const void* p, size_t count, const char* fn, const char
   return ncclSuccess;
 }
 
-namespace {
-
-size_t datatypeBytes(int t) {
-  switch (t) {
-    case ncclInt8:
-    case ncclUint8:
-    case ncclFloat8e4m3:
-    case ncclFloat8e5m2:
-      return 1;
-    case ncclFloat16:
-    case ncclBfloat16:
-      return 2;
-    case ncclInt32:
-    case ncclUint32:
-    case ncclFloat32:
-      return 4;
-    default:
-      return 8;  // ncclInt64, ncclUint64, ncclFloat64
-  }
-}
-
-}  // namespace
-
 ncclResult_t checkBufferBytes(size_t count, size_t blocks, int dtype, const char* fn, const char* what) {
   size_t elements = 0, bytes = 0;
-  const bool overflow = __builtin_mul_overflow(count, blocks, &elements) ||
-                        __builtin_mul_overflow(elements, datatypeBytes(dtype), &bytes);
+  // dtype was validated by the caller; 0 (an unknown type) still counts as one byte.
+  const size_t esz = std::max<size_t>(1, typeSize(static_cast<ncclDataType_t>(dtype)));
+  const bool overflow =
+      __builtin_mul_overflow(count, blocks, &elements) || __builtin_mul_overflow(elements, esz, &bytes);
   if (overflow || bytes > kMaxBufferBytes)
     return fail(ncclInvalidArgument,
                 "%s: count %zu%s of %zu-byte elements makes %s larger than any buffer can be (limit 2^57 bytes)", fn,
-                count, blocks > 1 ? (" x " + std::to_string(blocks) + " ranks").c_str() : "", datatypeBytes(dtype),
-                what);
+                count, blocks > 1 ? (" x " + std::to_string(blocks) + " ranks").c_str() : "", esz, what);
   return ncclSuccess;
 }
 
