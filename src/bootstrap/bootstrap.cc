@@ -188,4 +188,31 @@ ncclResult_t Bootstrap::recv(int peer, const std::string& tag, std::vector<uint8
   return store_->erasePrefix(key);
 }
 
+ncclResult_t Bootstrap::tryRecv(int peer, const std::string& tag, std::vector<uint8_t>* data, bool* got) {
+  *got = false;
+  CHORUS_CHECK(checkPeer(peer, "tryRecv"));
+  std::lock_guard<std::mutex> lock(tryMu_);  // one poller at a time, so the sequence number stays ours
+  uint64_t seq = 0;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    seq = recvSeq_[{peer, tag}];
+  }
+  const std::string key = p2pKey(peer, rank_, tag, seq);
+  const std::string previous = lastErrorMessage();
+  std::vector<std::vector<uint8_t>> vals;
+  // A stop condition that is already true ends the wait at once, quietly
+  // (failStoreWait's "aborted"), after one look at the key.
+  const WaitBound probe{Clock::time_point::max(), nullptr, [] { return true; }};
+  const bool present = store_->get({key}, &vals, probe) == ncclSuccess;
+  restoreLastError(previous);  // an absent message is not an error
+  if (!present) return ncclSuccess;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    ++recvSeq_[{peer, tag}];
+  }
+  *data = std::move(vals[0]);
+  *got = true;
+  return store_->erasePrefix(key);
+}
+
 }  // namespace chorus

@@ -48,6 +48,10 @@ class Bootstrap {
   // Point-to-point small messages (tag distinguishes concurrent exchanges), used for transport setup.
   ncclResult_t send(int peer, const std::string& tag, std::vector<uint8_t> data);
   ncclResult_t recv(int peer, const std::string& tag, std::vector<uint8_t>* data, const WaitBound& bound);
+  // The next message from `peer` under `tag` if it has arrived: *got says
+  // whether it had. Never waits for the message and never records an error
+  // for its absence (stall reports poll with it).
+  ncclResult_t tryRecv(int peer, const std::string& tag, std::vector<uint8_t>* data, bool* got);
 
   std::shared_ptr<Store> store() const { return store_; }
   const std::string& prefix() const { return prefix_; }
@@ -67,7 +71,8 @@ class Bootstrap {
   const std::string prefix_;
   const int rank_;
   const int nranks_;
-  std::mutex mu_;  // guards the counters below
+  std::mutex tryMu_;  // serialises tryRecv
+  std::mutex mu_;     // guards the counters below
   uint64_t epoch_ = 0;
   uint64_t erasedBelow_ = 0;
   std::map<std::pair<int, std::string>, uint64_t> sendSeq_, recvSeq_;

@@ -29,8 +29,7 @@ void commSetError(ncclComm* comm, ncclResult_t code, const std::string& message)
 ncclResult_t commCheckUsable(ncclComm* comm, const char* fn) {
   // A kernel's failure becomes the communicator's (not while init may still
   // be creating the GPU state, nor once abort may be tearing it down).
-  if (comm->asyncError.load() != ncclInProgress && !comm->abortFlag.load() && comm->gpu)
-    (void)gpu::commPollError(comm);
+  if (comm->asyncError.load() != ncclInProgress && !comm->abortFlag.load() && comm->gpu) (void)gpu::commPollError(comm);
   int err = comm->asyncError.load();
   if (err == ncclInProgress) return fail(ncclInvalidUsage, "%s: communicator is still initializing", fn);
   if (comm->revoked.load()) return fail(ncclInvalidUsage, "%s: communicator was revoked", fn);
@@ -57,6 +56,11 @@ void CommRegistry::add(ncclComm* comm) {
 void CommRegistry::remove(ncclComm* comm) {
   std::lock_guard<std::mutex> lock(mutex_);
   live_.erase(std::remove(live_.begin(), live_.end(), comm), live_.end());
+}
+
+void CommRegistry::forEach(const std::function<void(const ncclComm&)>& fn) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const ncclComm* c : live_) fn(*c);
 }
 
 bool CommRegistry::contains(const ncclComm* comm) {

@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -20,6 +21,7 @@
 
 #include "core/comm_config.h"
 #include "core/gpu_state_handle.h"
+#include "core/op_activity.h"
 #include "core/redop_table.h"
 #include "core/registration.h"
 #include "nccl.h"
@@ -84,6 +86,8 @@ struct ncclComm {
   // ncclInProgress while a non-blocking init runs; the first fatal error after that.
   std::atomic<int> asyncError{ncclSuccess};
   std::atomic<int> inflight{0};
+  // Operation counters and the call in flight (stall reports, status dump).
+  chorus::OpActivity activity;
   bool finalized = false;
 
   std::mutex opMutex;  // one operation at a time per communicator
@@ -109,6 +113,9 @@ class CommRegistry {
   void add(ncclComm* comm);
   void remove(ncclComm* comm);
   bool contains(const ncclComm* comm);
+  // Calls `fn` on every live communicator, under the registry's lock (a
+  // communicator is removed before it is destroyed, so each stays valid).
+  void forEach(const std::function<void(const ncclComm&)>& fn);
 
  private:
   std::mutex mutex_;

@@ -28,6 +28,11 @@ bool has(const ncclConfig_t* user, const T* field) {
 
 }  // namespace
 
+int64_t stallWarnMsFromSeconds(int64_t seconds) {
+  if (seconds <= 0) return 0;
+  return std::min<int64_t>(seconds, 86400) * 1000;
+}
+
 ncclResult_t resolveCommConfig(const ncclConfig_t* user, const CommConfig* inherit, CommConfig* out) {
   CommConfig c = inherit ? *inherit : CommConfig{};
   if (!inherit) {
@@ -36,6 +41,7 @@ ncclResult_t resolveCommConfig(const ncclConfig_t* user, const CommConfig* inher
     c.nslots = static_cast<uint32_t>(std::clamp<int64_t>(params::slotCount(), 2, 64));
     c.timeoutMs = normalizeWaitLimitMs(params::timeoutMs());
     c.initTimeoutMs = normalizeWaitLimitMs(params::initTimeoutMs());
+    c.stallWarnMs = stallWarnMsFromSeconds(params::stallWarnS());
     c.spinCount = std::max<int64_t>(params::spinCount(), 0);
     c.localRegister = params::localRegister() != 0;
     c.algo = params::algo();

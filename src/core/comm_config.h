@@ -19,13 +19,17 @@ struct CommConfig {
   uint32_t slotBytes = 128 * 1024;
   uint32_t llSlotBytes = 8 * 1024;
   uint32_t nslots = 8;
-  int64_t timeoutMs = 0;      // CHORUS_TIMEOUT_MS, normalised (core/wait_limit.h): 0 = no limit
-  int64_t initTimeoutMs = 0;  // CHORUS_INIT_TIMEOUT_MS, the same way
+  int64_t timeoutMs = 0;        // CHORUS_TIMEOUT_MS, normalised (core/wait_limit.h): 0 = no limit
+  int64_t initTimeoutMs = 0;    // CHORUS_INIT_TIMEOUT_MS, the same way
+  int64_t stallWarnMs = 60000;  // CHORUS_STALL_WARN_S in ms: 0 = no stall reports
   int64_t spinCount = 500;
   bool localRegister = true;  // registered buffers may be sent zero-copy (NCCL_LOCAL_REGISTER)
   std::string algo;           // NCCL_ALGO
   std::string proto;          // NCCL_PROTO
 };
+
+// CHORUS_STALL_WARN_S as milliseconds: 0 or negative turns reports off; at most a day.
+int64_t stallWarnMsFromSeconds(int64_t seconds);
 
 // Validates `user` (may be NULL) and fills `out` from it and the environment.
 // `inherit` (may be NULL) supplies defaults for split/shrink children.

@@ -28,6 +28,7 @@
 #include "core/host_identity.h"
 #include "core/mode.h"
 #include "core/result.h"
+#include "core/status_report.h"
 #include "core/wait_limit.h"
 #include "gpu/gpu_runtime.h"
 #include "topo/comm_build.h"
@@ -139,6 +140,7 @@ ncclResult_t newComm(int rank, int nranks, const ncclConfig_t* cfg, const ncclCo
   comm->id.cudaDev = mode.device;
   comm->asyncError = ncclInProgress;
   CommRegistry::instance().add(comm);
+  installStatusSignal();
   *out = comm;
   return ncclSuccess;
 }

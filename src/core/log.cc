@@ -22,8 +22,8 @@ struct SubsysName {
   uint32_t bit;
 };
 constexpr SubsysName kSubsysNames[] = {
-    {"INIT", kLogInit},   {"COLL", kLogColl},   {"P2P", kLogP2P},         {"SHM", kLogShm},
-    {"NET", kLogNet},     {"GRAPH", kLogGraph}, {"TUNING", kLogTune},     {"ENV", kLogEnv},
+    {"INIT", kLogInit},   {"COLL", kLogColl},           {"P2P", kLogP2P},     {"SHM", kLogShm},
+    {"NET", kLogNet},     {"GRAPH", kLogGraph},         {"TUNING", kLogTune}, {"ENV", kLogEnv},
     {"ALLOC", kLogAlloc}, {"BOOTSTRAP", kLogBootstrap}, {"PROXY", kLogProxy}, {"ALL", kLogAll},
 };
 
@@ -78,19 +78,9 @@ uint32_t parseSubsys(const std::string& spec) {
   return invert ? ~mask : mask;
 }
 
-FILE* openLogFile(const std::string& pattern, const char* host) {
+FILE* openLogFile(const std::string& pattern) {
   if (pattern.empty()) return stderr;
-  std::string path;
-  for (size_t i = 0; i < pattern.size(); ++i) {
-    if (pattern[i] == '%' && i + 1 < pattern.size()) {
-      char c = pattern[++i];
-      if (c == 'h') path += host;
-      else if (c == 'p') path += std::to_string(getpid());
-      else path += c;
-    } else {
-      path += pattern[i];
-    }
-  }
+  const std::string path = expandPathPattern(pattern);
   FILE* f = fopen(path.c_str(), "w");
   if (f == nullptr) return stderr;
   setvbuf(f, nullptr, _IOLBF, 0);
@@ -102,7 +92,7 @@ void initLocked(LoggerState& s) {
   s.level = static_cast<int>(parseLevel(params::debugLevel()));
   s.subsys = parseSubsys(params::debugSubsys());
   if (s.out != stderr) fclose(s.out);
-  s.out = openLogFile(params::debugFile(), s.host);
+  s.out = openLogFile(params::debugFile());
   s.ready = true;
 }
 
@@ -115,14 +105,38 @@ void ensureInit() {
 
 const char* levelTag(LogLevel l) {
   switch (l) {
-    case LogLevel::Warn: return "WARN";
-    case LogLevel::Info: return "INFO";
-    case LogLevel::Trace: return "TRACE";
-    default: return "";
+    case LogLevel::Warn:
+      return "WARN";
+    case LogLevel::Info:
+      return "INFO";
+    case LogLevel::Trace:
+      return "TRACE";
+    default:
+      return "";
   }
 }
 
 }  // namespace
+
+std::string expandPathPattern(const std::string& pattern) {
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  std::string path;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] == '%' && i + 1 < pattern.size()) {
+      const char c = pattern[++i];
+      if (c == 'h')
+        path += host;
+      else if (c == 'p')
+        path += std::to_string(getpid());
+      else
+        path += c;
+    } else {
+      path += pattern[i];
+    }
+  }
+  return path;
+}
 
 bool logEnabled(LogLevel level, uint32_t subsys) {
   ensureInit();

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace chorus {
 
@@ -29,13 +30,14 @@ void logMessage(LogLevel level, uint32_t subsys, const char* file, int line, con
     __attribute__((format(printf, 5, 6)));
 // Re-reads the NCCL_DEBUG* variables (ncclResetDebugInit).
 void logReset();
+// A file name with %h replaced by the host name and %p by the pid (NCCL_DEBUG_FILE's rule).
+std::string expandPathPattern(const std::string& pattern);
 
 }  // namespace chorus
 
-#define CHORUS_LOG_(lvl, sub, ...)                                           \
-  do {                                                                        \
-    if (::chorus::logEnabled(lvl, sub))                                       \
-      ::chorus::logMessage(lvl, sub, __FILE__, __LINE__, __VA_ARGS__);        \
+#define CHORUS_LOG_(lvl, sub, ...)                                                                       \
+  do {                                                                                                   \
+    if (::chorus::logEnabled(lvl, sub)) ::chorus::logMessage(lvl, sub, __FILE__, __LINE__, __VA_ARGS__); \
   } while (0)
 #define CHORUS_WARN(sub, ...) CHORUS_LOG_(::chorus::LogLevel::Warn, sub, __VA_ARGS__)
 #define CHORUS_INFO(sub, ...) CHORUS_LOG_(::chorus::LogLevel::Info, sub, __VA_ARGS__)

@@ -28,5 +28,6 @@ ncclResult_t failQuiet(ncclResult_t code, uint32_t subsys, const char* fmt, ...)
 
 const char* lastErrorMessage() { return tlsLastError; }
 void clearLastError() { tlsLastError[0] = '\0'; }
+void restoreLastError(const std::string& saved) { snprintf(tlsLastError, sizeof(tlsLastError), "%s", saved.c_str()); }
 
 }  // namespace chorus

@@ -4,6 +4,8 @@
 // to the API call that triggered it.
 #pragma once
 
+#include <string>
+
 #include "core/log.h"
 #include "nccl.h"
 
@@ -20,21 +22,22 @@ ncclResult_t failQuiet(ncclResult_t code, uint32_t subsys, const char* fmt, ...)
 // The message most recently recorded by fail() on this thread ("" if none).
 const char* lastErrorMessage();
 void clearLastError();
+// Puts back a message saved from lastErrorMessage() (for probes whose failure is expected).
+void restoreLastError(const std::string& saved);
 
 }  // namespace chorus
 
-#define CHORUS_CHECK(expr)                                                            \
-  do {                                                                                \
-    ncclResult_t chorus_res_ = (expr);                                                \
-    if (chorus_res_ != ncclSuccess && chorus_res_ != ncclInProgress) {                \
-      CHORUS_TRACE_FAILURE(#expr, chorus_res_);                                       \
-      return chorus_res_;                                                             \
-    }                                                                                 \
+#define CHORUS_CHECK(expr)                                             \
+  do {                                                                 \
+    ncclResult_t chorus_res_ = (expr);                                 \
+    if (chorus_res_ != ncclSuccess && chorus_res_ != ncclInProgress) { \
+      CHORUS_TRACE_FAILURE(#expr, chorus_res_);                        \
+      return chorus_res_;                                              \
+    }                                                                  \
   } while (0)
 
 // For system calls: on failure records errno text with `what`.
-#define CHORUS_SYSCHECK(call, what)                                                   \
-  do {                                                                                \
-    if ((call) < 0)                                                                   \
-      return ::chorus::fail(ncclSystemError, "%s failed: %s", what, strerror(errno)); \
+#define CHORUS_SYSCHECK(call, what)                                                                 \
+  do {                                                                                              \
+    if ((call) < 0) return ::chorus::fail(ncclSystemError, "%s failed: %s", what, strerror(errno)); \
   } while (0)

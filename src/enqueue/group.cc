@@ -65,13 +65,17 @@ std::vector<std::vector<Task>> splitByComm(std::span<const Task> tasks) {
 }
 
 // Holds a communicator's operation lock and in-flight count while it runs.
+// Holds the communicator for one call and records the call in its
+// activity (core/op_activity.h) until it returns.
 class CommGuard {
  public:
-  explicit CommGuard(ncclComm* c) : comm_(c) {
+  CommGuard(ncclComm* c, std::span<const Task> tasks) : comm_(c) {
     comm_->opMutex.lock();
     comm_->inflight.fetch_add(1);
+    recordBegin(tasks);
   }
   ~CommGuard() {
+    comm_->activity.end();
     comm_->inflight.fetch_sub(1);
     comm_->opMutex.unlock();
   }
@@ -79,6 +83,14 @@ class CommGuard {
   CommGuard& operator=(const CommGuard&) = delete;
 
  private:
+  void recordBegin(std::span<const Task> tasks) {
+    int collectives = 0;
+    for (const Task& t : tasks) collectives += t.type == CollType::Send || t.type == CollType::Recv ? 0 : 1;
+    const Task& f = tasks[0];
+    comm_->activity.begin(CallSummary{f.type, f.count, f.dtype, f.op, f.root}, static_cast<int>(tasks.size()),
+                          collectives);
+  }
+
   ncclComm* comm_;
 };
 
@@ -118,7 +130,7 @@ ncclResult_t connectPlan(Plan* plan) {
 
 // Common case: every task on one communicator; no allocation when cached.
 ncclResult_t executeOnOneComm(std::span<const Task> tasks) {
-  CommGuard guard(tasks[0].comm);
+  CommGuard guard(tasks[0].comm, tasks);
   Plan* plan = nullptr;
   CHORUS_CHECK(lookupOrBuild(tasks, &plan));
   CHORUS_CHECK(connectPlan(plan));
@@ -135,7 +147,7 @@ ncclResult_t executeOnManyComms(std::span<const Task> tasks) {
   auto groups = splitByComm(tasks);
   std::sort(groups.begin(), groups.end(), [](auto& a, auto& b) { return a[0].comm < b[0].comm; });
   std::vector<std::unique_ptr<CommGuard>> guards;
-  for (auto& g : groups) guards.push_back(std::make_unique<CommGuard>(g[0].comm));
+  for (auto& g : groups) guards.push_back(std::make_unique<CommGuard>(g[0].comm, g));
   std::vector<Plan*> plans;
   for (auto& g : groups) {
     Plan* plan = nullptr;

@@ -15,6 +15,7 @@
 #include "core/comm.h"
 #include "core/result.h"
 #include "host/spin_budget.h"
+#include "host/stall_watch.h"
 #include "host/stream_copy.h"
 #include "kernels/common/step_rules.h"
 #include "plan/lane_failure.h"
@@ -136,7 +137,8 @@ ncclResult_t reportTimeout(Plan& plan, int64_t timeoutMs) {
     if (a == nullptr) continue;
     const step::PeerOf waited = step::waitedConnector(a->desc);
     const int peer = waited.connector == sched::kNoConn ? -1 : plan.conns[waited.connector].end().peer;
-    step::LaneFailure f = step::waitFailure(step::LaneStatus::TimedOut, static_cast<int>(&lane - plan.lanes.data()), peer);
+    step::LaneFailure f =
+        step::waitFailure(step::LaneStatus::TimedOut, static_cast<int>(&lane - plan.lanes.data()), peer);
     f.detail = waited.receiving ? 1 : 0;
     return laneFailureError(f, plan.comm->id.rank, timeoutMs);
   }
@@ -166,7 +168,7 @@ ncclResult_t checkLinks(Plan& plan) {
 }
 
 // Idle-time checks; returns an error when the group must stop.
-ncclResult_t idleChecks(std::span<Plan* const> plans, Clock::time_point lastProgress) {
+ncclResult_t idleChecks(std::span<Plan* const> plans, Clock::time_point lastProgress, StallWatch* stalls) {
   const auto now = Clock::now();
   for (Plan* p : plans) {
     CHORUS_CHECK(checkFlags(*p));
@@ -177,6 +179,7 @@ ncclResult_t idleChecks(std::span<Plan* const> plans, Clock::time_point lastProg
     if (timeoutMs > 0 && now - lastProgress > std::chrono::milliseconds(timeoutMs))
       CHORUS_CHECK(reportTimeout(*p, timeoutMs));
   }
+  stalls->idle(plans, lastProgress, now);  // reports, never fails the call
   return ncclSuccess;
 }
 
@@ -211,6 +214,7 @@ ncclResult_t runHostPlans(std::span<Plan* const> plans) {
   Backoff backoff(spins);
   auto lastProgress = Clock::now();
   auto lastCheck = lastProgress;
+  StallWatch stalls;
   constexpr int kPiecesPerVisit = 16;  // fairness between lanes
   for (;;) {
     bool pending = false, progressed = false;
@@ -239,7 +243,7 @@ ncclResult_t runHostPlans(std::span<Plan* const> plans) {
     const auto now = Clock::now();
     if (now - lastCheck < std::chrono::milliseconds(50)) continue;
     lastCheck = now;
-    ncclResult_t res = idleChecks(plans, lastProgress);
+    ncclResult_t res = idleChecks(plans, lastProgress, &stalls);
     if (res != ncclSuccess) {
       markFailed(plans, res);
       return res;

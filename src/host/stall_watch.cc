@@ -1,0 +1,146 @@
+#include "host/stall_watch.h"
+
+#include <chrono>
+
+#include "bootstrap/bootstrap.h"
+#include "core/comm.h"
+#include "core/log.h"
+#include "core/status_report.h"
+#include "host/executor.h"
+#include "kernels/common/step_rules.h"
+#include "transport/fifo.h"
+
+namespace chorus {
+namespace {
+
+constexpr int64_t kRecordAfterMs = 1000;  // idle time after which the wait is recorded
+constexpr int64_t kPollEveryMs = 1000;    // how often notes are looked for
+constexpr int64_t kGatherMs = 2000;       // how long a report waits for the others' notes
+constexpr int64_t kGatherPollMs = 200;    // how often it looks meanwhile
+const char* const kNoteTag = "stall";
+
+int64_t unixNowMs() {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+// The peer the first unfinished lane waits on, and in which direction.
+std::pair<int, bool> waitedPeer(Plan& plan) {
+  for (Lane& lane : plan.lanes) {
+    const ActiveStep* a = waitingStep(plan, lane);
+    if (a == nullptr) continue;
+    const step::PeerOf w = step::waitedConnector(a->desc);
+    if (w.connector == sched::kNoConn) return {-1, false};
+    return {plan.conns[w.connector].end().peer, w.receiving};
+  }
+  return {-1, false};
+}
+
+StallNote ownNote(ncclComm* comm, int64_t idleMs) {
+  const OpActivity::Snapshot s = comm->activity.snapshot();
+  StallNote n;
+  n.rank = comm->id.rank;
+  n.inCall = s.inCall;
+  n.collective = s.collStarted;
+  n.collDone = s.collDone;
+  n.waitedMs = idleMs;
+  n.waitedPeer = s.waitedPeer;
+  n.receiving = s.waitedReceiving;
+  return n;
+}
+
+void sendNote(ncclComm* comm, int peer, const StallNote& n) {
+  if (comm->bootstrap->send(peer, kNoteTag, encodeStallNote(n)) != ncclSuccess)
+    CHORUS_INFO(kLogColl, "stall report: could not send a note to rank %d", peer);
+}
+
+// Reads every note that has arrived; true if one came from a rank waiting in our operation.
+// A note about an operation this rank completed is left over from an earlier stall and dropped.
+bool readNotes(ncclComm* comm, std::map<int, StallNote>* notes, uint64_t ourCollective) {
+  const uint64_t done = comm->activity.collectivesDone();
+  bool sameOp = false;
+  for (int peer = 0; peer < comm->id.nranks; ++peer) {
+    if (peer == comm->id.rank) continue;
+    for (;;) {
+      std::vector<uint8_t> bytes;
+      bool got = false;
+      if (comm->bootstrap->tryRecv(peer, kNoteTag, &bytes, &got) != ncclSuccess || !got) break;
+      StallNote n;
+      if (!decodeStallNote(bytes, &n) || n.rank != peer || (n.inCall && n.collective <= done)) continue;
+      (*notes)[peer] = n;
+      sameOp |= n.inCall && n.collective == ourCollective;
+    }
+  }
+  return sameOp;
+}
+
+std::string callText(const OpActivity::Snapshot& s) {
+  std::string text = describeCall(s.call);
+  if (s.ntasks > 1) text += " and " + std::to_string(s.ntasks - 1) + " more in its group";
+  return text;
+}
+
+}  // namespace
+
+void StallWatch::reset(std::span<Plan* const> plans, Clock::time_point lastProgress) {
+  since_ = lastProgress;
+  recorded_ = false;
+  comms_.clear();
+  for (Plan* p : plans) {
+    PerComm st;
+    st.comm = p->comm;
+    st.nextReportMs = p->comm->config.stallWarnMs;
+    comms_.push_back(st);
+  }
+}
+
+void StallWatch::idle(std::span<Plan* const> plans, Clock::time_point lastProgress, Clock::time_point now) {
+  if (lastProgress != since_ || comms_.size() != plans.size()) reset(plans, lastProgress);
+  const int64_t idleMs = std::chrono::duration_cast<std::chrono::milliseconds>(now - lastProgress).count();
+  if (idleMs < kRecordAfterMs) return;
+  if (!recorded_) {
+    recorded_ = true;
+    for (Plan* p : plans) {
+      const auto [peer, receiving] = waitedPeer(*p);
+      p->comm->activity.setWaiting(unixNowMs() - idleMs, peer, receiving);
+    }
+  }
+  for (size_t i = 0; i < plans.size(); ++i) watch(*plans[i], comms_[i], idleMs);
+}
+
+void StallWatch::watch(Plan& plan, PerComm& st, int64_t idleMs) {
+  ncclComm* comm = plan.comm;
+  const int64_t warnMs = comm->config.stallWarnMs;
+  if (warnMs <= 0 || comm->bootstrap == nullptr || comm->id.nranks < 2) return;
+  if (idleMs < warnMs / 2) return;
+  const int64_t pollEvery = st.gatherUntilMs > 0 ? kGatherPollMs : kPollEveryMs;
+  if (idleMs - st.lastPollMs < pollEvery) return;
+  st.lastPollMs = idleMs;
+  const StallNote mine = ownNote(comm, idleMs);
+  // A peer reported a stall of the operation we wait in: tell it where we are.
+  if (readNotes(comm, &st.notes, mine.collective) && !st.answered) {
+    st.answered = true;
+    for (const auto& [peer, note] : st.notes)
+      if (note.inCall && note.collective == mine.collective) sendNote(comm, peer, mine);
+  }
+  if (st.gatherUntilMs == 0 && idleMs >= st.nextReportMs) {
+    // Time for a report: our note to everyone, then the others' notes are
+    // gathered while the executor keeps polling (up to kGatherMs).
+    st.nextReportMs += warnMs;
+    st.answered = true;
+    st.gatherUntilMs = idleMs + kGatherMs;
+    for (int peer = 0; peer < comm->id.nranks; ++peer)
+      if (peer != comm->id.rank) sendNote(comm, peer, mine);
+    return;
+  }
+  if (st.gatherUntilMs == 0) return;
+  if (static_cast<int>(st.notes.size()) < comm->id.nranks - 1 && idleMs < st.gatherUntilMs) return;
+  st.gatherUntilMs = 0;
+  st.answered = false;
+  StallPicture picture{comm->id.nranks, mine, callText(comm->activity.snapshot()), st.notes};
+  CHORUS_WARN(kLogColl, "rank %d: no progress for %lld s: %s", comm->id.rank, static_cast<long long>(idleMs / 1000),
+              formatStallLine(picture).c_str());
+  writeStatusReportIfConfigured();
+}
+
+}  // namespace chorus

@@ -1,0 +1,90 @@
+// The stall report's pure parts: the note's encoding, rank lists, the line,
+// and how calls are described (core/stall_report.h, core/op_activity.h).
+#include "core/stall_report.h"
+
+#include <gtest/gtest.h>
+
+#include "core/op_activity.h"
+
+namespace chorus {
+namespace {
+
+StallNote waiting(int rank, uint64_t op, int64_t ms, int peer = -1) {
+  StallNote n;
+  n.rank = rank;
+  n.inCall = true;
+  n.collective = op;
+  n.collDone = op - 1;
+  n.waitedMs = ms;
+  n.waitedPeer = peer;
+  n.receiving = true;
+  return n;
+}
+
+TEST(StallNote, RoundTripsAndRejectsOtherBytes) {
+  StallNote n = waiting(5, 1043, 63000, 3);
+  StallNote back;
+  ASSERT_TRUE(decodeStallNote(encodeStallNote(n), &back));
+  EXPECT_EQ(back.rank, 5);
+  EXPECT_EQ(back.collective, 1043u);
+  EXPECT_EQ(back.collDone, 1042u);
+  EXPECT_EQ(back.waitedMs, 63000);
+  EXPECT_EQ(back.waitedPeer, 3);
+  EXPECT_TRUE(back.inCall);
+  EXPECT_TRUE(back.receiving);
+  std::vector<uint8_t> bytes = encodeStallNote(n);
+  bytes[0] ^= 1;
+  EXPECT_FALSE(decodeStallNote(bytes, &back));
+  EXPECT_FALSE(decodeStallNote(std::vector<uint8_t>(12, 0), &back));
+  bytes = encodeStallNote(n);
+  bytes[38] = 7;
+  EXPECT_FALSE(decodeStallNote(bytes, &back));
+}
+
+TEST(StallLine, RankLists) {
+  EXPECT_EQ(formatRankList({0, 1, 2, 4, 5, 6, 7}), "0-2,4-7");
+  EXPECT_EQ(formatRankList({0, 1}), "0,1");
+  EXPECT_EQ(formatRankList({3}), "3");
+  EXPECT_EQ(formatRankList({0, 2, 3, 9}), "0,2,3,9");
+  EXPECT_EQ(formatRankList({}), "");
+}
+
+TEST(StallLine, NamesTheRankThatHasNotCalled) {
+  StallPicture p;
+  p.nranks = 8;
+  p.self = waiting(0, 1043, 61000, 7);
+  p.call = "AllReduce(2097152 x bfloat16, sum)";
+  for (int r : {1, 2, 5, 6, 7}) p.peers[r] = waiting(r, 1043, 60000 + r * 300, r - 1);
+  p.peers[4] = waiting(4, 1043, 63000, 3);
+  EXPECT_EQ(formatStallLine(p),
+            "op #1043 AllReduce(2097152 x bfloat16, sum): ranks 0-2,4-7 waiting (up to 63 s, rank 4 on rank 3); "
+            "rank 3 has not called it (no note from it; this rank completed op #1042)");
+}
+
+TEST(StallLine, RanksInOtherCalls) {
+  StallPicture p;
+  p.nranks = 3;
+  p.self = waiting(1, 7, 5000, 0);
+  p.call = "Broadcast(10 x int8, root 0)";
+  p.peers[0] = waiting(0, 6, 9000, 2);
+  StallNote idle;
+  idle.rank = 2;
+  idle.collDone = 6;
+  p.peers[2] = idle;
+  EXPECT_EQ(formatStallLine(p),
+            "op #7 Broadcast(10 x int8, root 0): rank 1 waiting (up to 5 s); rank 0 is in op #6 (no progress for 9 s); "
+            "rank 2 is in no call (completed op #6)");
+}
+
+TEST(DescribeCall, NamesEveryPart) {
+  EXPECT_EQ(describeCall({CollType::AllReduce, 1000, ncclFloat32, ncclSum, 0}), "AllReduce(1000 x float, sum)");
+  EXPECT_EQ(describeCall({CollType::Reduce, 4, ncclBfloat16, ncclMax, 2}), "Reduce(4 x bfloat16, max, root 2)");
+  EXPECT_EQ(describeCall({CollType::Broadcast, 9, ncclInt8, ncclSum, 1}), "Broadcast(9 x int8, root 1)");
+  EXPECT_EQ(describeCall({CollType::Send, 3, ncclInt32, ncclSum, 5}), "Send(3 x int32, to rank 5)");
+  EXPECT_EQ(describeCall({CollType::Recv, 3, ncclInt32, ncclSum, 5}), "Recv(3 x int32, from rank 5)");
+  EXPECT_EQ(redOpName(static_cast<ncclRedOp_t>(7)), "premulsum op 7");
+  EXPECT_STREQ(dtypeName(static_cast<ncclDataType_t>(99)), "unknown type");
+}
+
+}  // namespace
+}  // namespace chorus
