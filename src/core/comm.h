@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/comm_config.h"
+#include "core/op_fingerprint.h"
 #include "core/gpu_state_handle.h"
 #include "core/redop_table.h"
 #include "core/registration.h"
@@ -71,6 +72,7 @@ struct ncclComm {
   chorus::RedOpTable redops;
   chorus::RegistrationTable registrations;
   std::unique_ptr<chorus::PlanCache> planCache;  // never null; guarded by opMutex
+  chorus::OpCounters opCounters;                 // sequence numbers of the fingerprints; guarded by opMutex
   // Rings, trees and hierarchical groups (graph/comm_graph.h), searched at init.
   std::shared_ptr<const chorus::graph::CommGraph> graph;
   // GPU mode only: device, abort flag and status the kernels see, position

@@ -83,7 +83,8 @@ class CommGuard {
 };
 
 // The plan for one communicator's share of the group: from the cache when
-// the same operations were run before, else freshly built (and cached).
+// the same operations were run before, else freshly built (and cached);
+// either way numbered as the communicator's next operations (stampPlan).
 // Connectors are connected by the caller (connectPlan), so that a thread
 // driving several communicators announces every receiver first.
 ncclResult_t lookupOrBuild(std::span<const Task> tasks, Plan** out) {
@@ -91,6 +92,7 @@ ncclResult_t lookupOrBuild(std::span<const Task> tasks, Plan** out) {
   CHORUS_CHECK(commCheckUsable(comm, collName(tasks[0].type)));
   if (Plan* cached = comm->planCache->find(tasks, comm->registrations.epoch())) {
     *out = cached;
+    stampPlan(*cached);
     return ncclSuccess;
   }
   auto fresh = std::make_unique<Plan>();
@@ -103,6 +105,7 @@ ncclResult_t lookupOrBuild(std::span<const Task> tasks, Plan** out) {
     return res;
   }
   *out = comm->planCache->insert(std::move(fresh));
+  stampPlan(**out);
   return ncclSuccess;
 }
 

@@ -52,6 +52,13 @@ ncclResult_t describeLaneFailure(const step::LaneFailure& f, int rank, int64_t t
                static_cast<unsigned long long>(f.received), why, f.lane, kMismatch);
       return ncclInvalidUsage;
     }
+    case step::LaneStatus::OpMismatch: {
+      const int k = describeOpMismatch(f.mismatch, msg, n);
+      // A rank that learned of the mismatch from a neighbour says so.
+      if (rank != f.mismatch.rank && rank != f.mismatch.peer && k > 0 && static_cast<size_t>(k) < n)
+        snprintf(msg + k, n - k, " (rank %d stopped too)", rank);
+      return ncclInvalidUsage;
+    }
     default:
       snprintf(msg, n, "rank %d: a lane reported unknown status %d", rank, f.status);
       return ncclInternalError;
