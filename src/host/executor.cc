@@ -149,11 +149,12 @@ ncclResult_t reportTimeout(Plan& plan, int64_t timeoutMs) {
   return ncclSuccess;
 }
 
-// Fails if a peer left a verdict on one of the plan's connectors: the ranks'
-// calls do not match. Passes it on to this rank's other neighbours.
+// Fails if a peer left a verdict on one of the communicator's connectors, or
+// sent a slot of an operation this rank runs differently: the ranks' calls
+// do not match. Passes the verdict on to this rank's other neighbours.
 ncclResult_t checkVerdicts(Plan& plan) {
   step::LaneFailure f = step::waitFailure(step::LaneStatus::OpMismatch, -1, -1);
-  if (!findMismatch(plan, &f.mismatch)) return ncclSuccess;
+  if (!findMismatch(plan, &f.mismatch) && !findStraySlot(plan, &f.mismatch)) return ncclSuccess;
   spreadMismatch(plan, f.mismatch);
   return laneFailureError(f, plan.comm->id.rank, 0);
 }

@@ -111,6 +111,11 @@ void stampPlan(Plan& plan);
 void spreadMismatch(const Plan& plan, const OpMismatchRecord& r);
 // ...and finds one left on any of them by a peer.
 bool findMismatch(const Plan& plan, OpMismatchRecord* r);
+// A slot waiting on one of the communicator's receive connectors that
+// belongs to an operation this rank has numbered but fits none of the
+// plan's tasks: a peer called something this rank will never receive (a
+// different root, a different collective). Called while the plan is idle.
+bool findStraySlot(const Plan& plan, OpMismatchRecord* r);
 // Every slot the plan's send connectors posted has been taken by its
 // receiver (which checked its fingerprint), so the plan may report success.
 bool sendsTaken(const Plan& plan);
