@@ -5,9 +5,7 @@
 namespace chorus {
 namespace {
 
-bool reduces(CollType c) {
-  return c == CollType::AllReduce || c == CollType::Reduce || c == CollType::ReduceScatter;
-}
+bool reduces(CollType c) { return c == CollType::AllReduce || c == CollType::Reduce || c == CollType::ReduceScatter; }
 
 bool rooted(CollType c) {
   return c == CollType::Broadcast || c == CollType::Reduce || c == CollType::Gather || c == CollType::Scatter;
@@ -48,30 +46,49 @@ OpPrint expectedFromPeer(const OpPrint& mine) {
 
 const char* dtypeName(ncclDataType_t t) {
   switch (t) {
-    case ncclInt8: return "int8";
-    case ncclUint8: return "uint8";
-    case ncclInt32: return "int32";
-    case ncclUint32: return "uint32";
-    case ncclInt64: return "int64";
-    case ncclUint64: return "uint64";
-    case ncclFloat16: return "half";
-    case ncclFloat32: return "float";
-    case ncclFloat64: return "double";
-    case ncclBfloat16: return "bfloat16";
-    case ncclFloat8e4m3: return "fp8e4m3";
-    case ncclFloat8e5m2: return "fp8e5m2";
-    default: return "?";
+    case ncclInt8:
+      return "int8";
+    case ncclUint8:
+      return "uint8";
+    case ncclInt32:
+      return "int32";
+    case ncclUint32:
+      return "uint32";
+    case ncclInt64:
+      return "int64";
+    case ncclUint64:
+      return "uint64";
+    case ncclFloat16:
+      return "half";
+    case ncclFloat32:
+      return "float";
+    case ncclFloat64:
+      return "double";
+    case ncclBfloat16:
+      return "bfloat16";
+    case ncclFloat8e4m3:
+      return "fp8e4m3";
+    case ncclFloat8e5m2:
+      return "fp8e5m2";
+    default:
+      return "?";
   }
 }
 
 const char* reduceKindName(ReduceKind k) {
   switch (k) {
-    case ReduceKind::Sum: return "sum";
-    case ReduceKind::Prod: return "prod";
-    case ReduceKind::Max: return "max";
-    case ReduceKind::Min: return "min";
-    case ReduceKind::PreMulSum: return "premulsum";
-    case ReduceKind::SumPostDiv: return "avg";
+    case ReduceKind::Sum:
+      return "sum";
+    case ReduceKind::Prod:
+      return "prod";
+    case ReduceKind::Max:
+      return "max";
+    case ReduceKind::Min:
+      return "min";
+    case ReduceKind::PreMulSum:
+      return "premulsum";
+    case ReduceKind::SumPostDiv:
+      return "avg";
   }
   return "?";
 }

@@ -33,8 +33,8 @@ struct OpPrint {
   uint64_t count = 0;  // per-rank count as in the API
   uint32_t seq = 0;    // 1, 2, ... (see above)
   int32_t root = kNoRoot;
-  uint8_t coll = 0;    // a CollType
-  uint8_t dtype = 0;   // an ncclDataType_t
+  uint8_t coll = 0;       // a CollType
+  uint8_t dtype = 0;      // an ncclDataType_t
   uint8_t op = kNoRedOp;  // a ReduceKind, or kNoRedOp
   uint8_t valid = 0;
   uint32_t pad = 0;
@@ -80,9 +80,7 @@ class OpCounters {
   uint32_t next(CollType coll, int peer);
   // Collectives numbered so far; receives from `peer` numbered so far.
   uint32_t collectives() const { return coll_; }
-  uint32_t received(int peer) const {
-    return peer >= 0 && static_cast<size_t>(peer) < recv_.size() ? recv_[peer] : 0;
-  }
+  uint32_t received(int peer) const { return peer >= 0 && static_cast<size_t>(peer) < recv_.size() ? recv_[peer] : 0; }
 
  private:
   uint32_t coll_ = 0;

@@ -136,7 +136,8 @@ ncclResult_t reportTimeout(Plan& plan, int64_t timeoutMs) {
     if (a == nullptr) continue;
     const step::PeerOf waited = step::waitedConnector(a->desc);
     const int peer = waited.connector == sched::kNoConn ? -1 : plan.conns[waited.connector].end().peer;
-    step::LaneFailure f = step::waitFailure(step::LaneStatus::TimedOut, static_cast<int>(&lane - plan.lanes.data()), peer);
+    step::LaneFailure f =
+        step::waitFailure(step::LaneStatus::TimedOut, static_cast<int>(&lane - plan.lanes.data()), peer);
     f.detail = waited.receiving ? 1 : 0;
     return laneFailureError(f, plan.comm->id.rank, timeoutMs);
   }
