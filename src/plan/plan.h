@@ -83,6 +83,11 @@ struct Plan {
   ncclComm* comm = nullptr;
   std::vector<Task> tasks;  // owns the ReduceSpecs; Segment::task indexes it
   std::vector<OpStamp> stamps;  // one per task, set for each launch (stampPlan)
+  // The send connectors whose receiver's call is not proven to match by the
+  // plan's own receives (plan_verdict.cc); sendsTaken waits for these only.
+  // Set by the first stampPlan; until then every send connector counts.
+  std::vector<SendConnector*> unprovenSends;
+  bool sendsClassified = false;
   std::vector<Lane> lanes;
   std::vector<ConnRef> conns;
   std::vector<int32_t> rankTable;  // ring orders of RingGather/RingScatter segments (Segment::ringTable)
@@ -117,8 +122,11 @@ bool findMismatch(const Plan& plan, OpMismatchRecord* r);
 // different root, a different collective). Called while the plan is idle.
 bool findStraySlot(const Plan& plan, OpMismatchRecord* r);
 // Every slot the plan's send connectors posted has been taken by its
-// receiver (which checked its fingerprint), so the plan may report success.
+// receiver (which checked its fingerprint), so the plan may report success;
+// connectors whose receiver's call the plan's own receives proved equal are
+// not waited for (classifySends, once per plan, from stampPlan).
 bool sendsTaken(const Plan& plan);
+void classifySends(Plan& plan);
 
 const ReduceSpec& segmentSpec(const Plan& plan, const sched::Segment& s);
 

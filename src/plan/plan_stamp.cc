@@ -5,6 +5,7 @@
 namespace chorus {
 
 void stampPlan(Plan& plan) {
+  if (!plan.sendsClassified) classifySends(plan);
   plan.stamps.resize(plan.tasks.size());
   for (size_t i = 0; i < plan.tasks.size(); ++i) {
     const Task& t = plan.tasks[i];

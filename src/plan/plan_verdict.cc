@@ -64,7 +64,29 @@ bool findStraySlot(const Plan& plan, OpMismatchRecord* r) {
   return found;
 }
 
+// A plan of one collective that also receives from a peer has that peer's
+// fingerprint checked by its own receives: the peer made the same call, so
+// it takes what this rank sends without waiting for it. Every other send
+// connector (point-to-point, groups, a broadcast root) must be drained.
+void classifySends(Plan& plan) {
+  plan.unprovenSends.clear();
+  const bool oneCollective = plan.tasks.size() == 1 && plan.tasks[0].type != CollType::Send &&
+                             plan.tasks[0].type != CollType::Recv;
+  for (const ConnRef& c : plan.conns) {
+    if (c.send == nullptr) continue;
+    bool proven = false;
+    for (const ConnRef& r : plan.conns) proven = proven || (oneCollective && r.recv && r.end().peer == c.end().peer);
+    if (!proven) plan.unprovenSends.push_back(c.send);
+  }
+  plan.sendsClassified = true;
+}
+
 bool sendsTaken(const Plan& plan) {
+  if (plan.sendsClassified) {
+    for (SendConnector* s : plan.unprovenSends)
+      if (!s->drained()) return false;
+    return true;
+  }
   for (const ConnRef& c : plan.conns)
     if (c.send != nullptr && !c.send->drained()) return false;
   return true;

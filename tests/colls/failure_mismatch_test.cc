@@ -158,25 +158,5 @@ TEST(OpMismatch, ThreeRanksOneSkipsAnOperation) {
   });
 }
 
-// The first calls of a communicator (no warm-up): the mismatched call is op #1.
-TEST(OpMismatch, FirstCallsOfACommunicator) {
-  onThreadsAndProcesses(2, [](RankCtx& ctx) {
-    expectMismatch(
-        ctx, nullptr, allReduceCall(ctx.rank == 0 ? 1000 : 2000, ncclFloat32, ncclSum),
-        {"op #1", "rank 0 called AllReduce(1000 x float, sum)", "rank 1 called AllReduce(2000 x float, sum)"});
-  });
-  onThreadsAndProcesses(2, [](RankCtx& ctx) {
-    expectMismatch(
-        ctx, nullptr, broadcastCall(1000, ctx.rank),
-        {"op #1", "rank 0 called Broadcast(1000 x float, root 0)", "rank 1 called Broadcast(1000 x float, root 1)"});
-  });
-  onThreadsAndProcesses(2, [](RankCtx& ctx) {
-    const Call call = ctx.rank == 0 ? allReduceCall(1000, ncclFloat32, ncclSum) : broadcastCall(1000, 0);
-    expectMismatch(
-        ctx, nullptr, call,
-        {"op #1", "rank 0 called AllReduce(1000 x float, sum)", "rank 1 called Broadcast(1000 x float, root 0)"});
-  });
-}
-
 }  // namespace
 }  // namespace chorus::test
