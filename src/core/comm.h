@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "core/comm_config.h"
-#include "core/op_fingerprint.h"
 #include "core/gpu_state_handle.h"
+#include "core/op_fingerprint.h"
 #include "core/redop_table.h"
 #include "core/registration.h"
 #include "nccl.h"

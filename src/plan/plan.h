@@ -81,7 +81,7 @@ struct Lane {
 
 struct Plan {
   ncclComm* comm = nullptr;
-  std::vector<Task> tasks;  // owns the ReduceSpecs; Segment::task indexes it
+  std::vector<Task> tasks;      // owns the ReduceSpecs; Segment::task indexes it
   std::vector<OpStamp> stamps;  // one per task, set for each launch (stampPlan)
   // The send connectors whose receiver's call is not proven to match by the
   // plan's own receives (plan_verdict.cc); sendsTaken waits for these only.

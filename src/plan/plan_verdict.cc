@@ -70,8 +70,8 @@ bool findStraySlot(const Plan& plan, OpMismatchRecord* r) {
 // connector (point-to-point, groups, a broadcast root) must be drained.
 void classifySends(Plan& plan) {
   plan.unprovenSends.clear();
-  const bool oneCollective = plan.tasks.size() == 1 && plan.tasks[0].type != CollType::Send &&
-                             plan.tasks[0].type != CollType::Recv;
+  const bool oneCollective =
+      plan.tasks.size() == 1 && plan.tasks[0].type != CollType::Send && plan.tasks[0].type != CollType::Recv;
   for (const ConnRef& c : plan.conns) {
     if (c.send == nullptr) continue;
     bool proven = false;
