@@ -6,6 +6,8 @@
 //   * which combination a step computes (five cases below),
 //   * what a received slot holds: the expected piece, a zero-copy
 //     descriptor, or a mismatch between the ranks' calls,
+//   * whether the slot belongs to the operation this rank is running (its
+//     fingerprint, src/core/op_fingerprint.h),
 //   * whether a send goes zero-copy, how a zero-copy receive is checked and
 //     chunked (kernels/common/direct_slot.h),
 //   * and how a failure becomes a status record.
@@ -17,6 +19,7 @@
 
 #include <cstdint>
 
+#include "core/op_fingerprint.h"
 #include "kernels/common/compiler.h"
 #include "kernels/common/direct_slot.h"
 #include "sched/segment.h"
@@ -84,6 +87,17 @@ CHORUS_HD CHORUS_INLINE SlotHolds classifySlot(const StepDesc& s, uint32_t publi
   return published == expected ? SlotHolds::Piece : SlotHolds::Mismatch;
 }
 
+// --- operation fingerprints --------------------------------------------------
+
+// Whether a slot the peer stamped with `got` belongs to the operation whose
+// incoming slots should carry `want` (expectedFromPeer of this rank's call).
+// A slot without a fingerprint (valid == 0) is not judged.
+CHORUS_HD CHORUS_INLINE bool printMatches(const OpPrint& got, const OpPrint& want) {
+  if (got.valid == 0 || want.valid == 0) return true;
+  return got.seq == want.seq && got.count == want.count && got.coll == want.coll && got.dtype == want.dtype &&
+         got.op == want.op && got.root == want.root;
+}
+
 // --- zero-copy ------------------------------------------------------------------
 
 // A plain send of a registered buffer goes zero-copy when the receiver can
@@ -113,7 +127,14 @@ CHORUS_HD CHORUS_INLINE uint64_t directChunk(uint64_t off, uint64_t total) {
 // --- failures -------------------------------------------------------------------
 
 // Why a lane stopped. Written once per communicator (first failure wins).
-enum class LaneStatus : int32_t { Ok = 0, Aborted = 1, TimedOut = 2, SizeMismatch = 3, DescriptorMismatch = 4 };
+enum class LaneStatus : int32_t {
+  Ok = 0,
+  Aborted = 1,
+  TimedOut = 2,
+  SizeMismatch = 3,
+  DescriptorMismatch = 4,
+  OpMismatch = 5,  // the ranks' calls differ: `mismatch` names both
+};
 
 // The failure record. On the GPU it lives in mapped host memory: the first
 // failing thread claims it, fills the fields, fences, and publishes `status`
@@ -129,7 +150,24 @@ struct LaneFailure {
   uint64_t expected = 0;  // bytes this rank's step expected
   int32_t claim = 0;      // GPU: nonzero once a thread owns the record
   int32_t pad = 0;
+  OpMismatchRecord mismatch;  // OpMismatch
 };
+
+// `rank`'s call `mine` received a slot of `theirs` from `peer`. `mine` is
+// this rank's own fingerprint (not the expected incoming one), so the
+// message names the Recv a receiver called.
+CHORUS_HD CHORUS_INLINE LaneFailure opMismatch(int lane, int rank, int peer, const OpPrint& mine,
+                                               const OpPrint& theirs) {
+  LaneFailure f;
+  f.status = static_cast<int32_t>(LaneStatus::OpMismatch);
+  f.lane = lane;
+  f.peer = peer;
+  f.mismatch.mine = mine;
+  f.mismatch.theirs = theirs;
+  f.mismatch.rank = rank;
+  f.mismatch.peer = peer;
+  return f;
+}
 
 CHORUS_HD CHORUS_INLINE LaneFailure sizeMismatch(int lane, int peer, uint32_t got, uint32_t expected) {
   LaneFailure f;

@@ -20,7 +20,6 @@ ncclResult_t prepare(Task* t, const char* fn, bool reduces, int dtype, int op) {
   if (reduces) {
     if (op < 0) return fail(ncclInvalidArgument, "%s: invalid reduction operator %d", fn, op);
     CHORUS_CHECK(t->comm->redops.resolve(static_cast<ncclRedOp_t>(op), t->dtype, t->comm->id.nranks, &t->spec));
-    t->op = static_cast<ncclRedOp_t>(op);
   } else {
     t->spec.type = t->dtype;
     t->spec.kind = ReduceKind::Sum;

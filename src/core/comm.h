@@ -22,6 +22,7 @@
 #include "core/comm_config.h"
 #include "core/gpu_state_handle.h"
 #include "core/op_activity.h"
+#include "core/op_fingerprint.h"
 #include "core/redop_table.h"
 #include "core/registration.h"
 #include "nccl.h"
@@ -73,6 +74,7 @@ struct ncclComm {
   chorus::RedOpTable redops;
   chorus::RegistrationTable registrations;
   std::unique_ptr<chorus::PlanCache> planCache;  // never null; guarded by opMutex
+  chorus::OpCounters opCounters;                 // sequence numbers of the fingerprints; guarded by opMutex
   // Rings, trees and hierarchical groups (graph/comm_graph.h), searched at init.
   std::shared_ptr<const chorus::graph::CommGraph> graph;
   // GPU mode only: device, abort flag and status the kernels see, position

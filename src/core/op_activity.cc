@@ -1,51 +1,20 @@
 #include "core/op_activity.h"
 
-#include <chrono>
+#include <cstring>
 
 namespace chorus {
 
-const char* dtypeName(ncclDataType_t t) {
-  static const char* const kNames[] = {"int8",    "uint8", "int32",  "uint32",   "int64",      "uint64",
-                                       "float16", "float", "double", "bfloat16", "float8e4m3", "float8e5m2"};
-  const int i = static_cast<int>(t);
-  return i >= 0 && i < static_cast<int>(sizeof(kNames) / sizeof(kNames[0])) ? kNames[i] : "unknown type";
+std::string describeCall(const OpPrint& call) {
+  char text[160];
+  describeOpPrint(call, text, sizeof(text));
+  return text;
 }
 
-std::string redOpName(ncclRedOp_t op) {
-  static const char* const kNames[] = {"sum", "prod", "max", "min", "avg"};
-  const int i = static_cast<int>(op);
-  if (i >= 0 && i < static_cast<int>(ncclNumOps)) return kNames[i];
-  return "premulsum op " + std::to_string(i);
-}
-
-namespace {
-
-bool isReduction(CollType t) {
-  return t == CollType::AllReduce || t == CollType::Reduce || t == CollType::ReduceScatter;
-}
-bool isRooted(CollType t) {
-  return t == CollType::Broadcast || t == CollType::Reduce || t == CollType::Gather || t == CollType::Scatter;
-}
-
-}  // namespace
-
-std::string describeCall(const CallSummary& call) {
-  std::string s = collName(call.type);
-  s += "(" + std::to_string(call.count) + " x " + dtypeName(call.dtype);
-  if (isReduction(call.type)) s += ", " + redOpName(call.op);
-  if (isRooted(call.type)) s += ", root " + std::to_string(call.root);
-  if (call.type == CollType::Send) s += ", to rank " + std::to_string(call.root);
-  if (call.type == CollType::Recv) s += ", from rank " + std::to_string(call.root);
-  return s + ")";
-}
-
-void OpActivity::begin(const CallSummary& first, int ntasks, int collectives) {
+void OpActivity::begin(const OpPrint& first, int ntasks, int collectives) {
   constexpr auto r = std::memory_order_relaxed;
-  type_.store(static_cast<int>(first.type), r);
-  count_.store(first.count, r);
-  dtype_.store(static_cast<int>(first.dtype), r);
-  op_.store(static_cast<int>(first.op), r);
-  root_.store(first.root, r);
+  uint64_t words[3];
+  std::memcpy(words, &first, sizeof(words));
+  for (int i = 0; i < 3; ++i) call_[i].store(words[i], r);
   ntasks_.store(ntasks, r);
   pendingColl_.store(collectives, r);
   collStarted_.fetch_add(static_cast<uint64_t>(collectives), r);
@@ -56,6 +25,7 @@ void OpActivity::begin(const CallSummary& first, int ntasks, int collectives) {
 
 void OpActivity::end() {
   constexpr auto r = std::memory_order_relaxed;
+  if (!inCall_.load(r)) return;
   const int coll = pendingColl_.load(r);
   collDone_.fetch_add(static_cast<uint64_t>(coll), r);
   p2pDone_.fetch_add(static_cast<uint64_t>(ntasks_.load(r) - coll), r);
@@ -74,11 +44,9 @@ OpActivity::Snapshot OpActivity::snapshot() const {
   constexpr auto r = std::memory_order_relaxed;
   Snapshot s;
   s.inCall = inCall_.load(std::memory_order_acquire);
-  s.call.type = static_cast<CollType>(type_.load(r));
-  s.call.count = count_.load(r);
-  s.call.dtype = static_cast<ncclDataType_t>(dtype_.load(r));
-  s.call.op = static_cast<ncclRedOp_t>(op_.load(r));
-  s.call.root = root_.load(r);
+  uint64_t words[3];
+  for (int i = 0; i < 3; ++i) words[i] = call_[i].load(r);
+  std::memcpy(&s.call, words, sizeof(words));
   s.ntasks = ntasks_.load(r);
   s.collStarted = collStarted_.load(r);
   s.collDone = collDone_.load(r);

@@ -13,31 +13,20 @@
 #include <cstdint>
 #include <string>
 
-#include "core/coll_types.h"
-#include "nccl.h"
+#include "core/op_fingerprint.h"
 
 namespace chorus {
 
-// One user call, in the API's terms.
-struct CallSummary {
-  CollType type = CollType::AllReduce;
-  size_t count = 0;
-  ncclDataType_t dtype = ncclFloat32;
-  ncclRedOp_t op = ncclSum;
-  int root = 0;  // root of rooted collectives, peer of send/recv
-};
-
-// "AllReduce(1000 x float, sum)", "Broadcast(4096 x int8, root 2)", "Send(10 x float, to rank 1)".
-std::string describeCall(const CallSummary& call);
-const char* dtypeName(ncclDataType_t t);
-// "sum", "prod", ..., "avg"; custom operators (ncclRedOpCreatePreMulSum) as "premulsum op N".
-std::string redOpName(ncclRedOp_t op);
+// "AllReduce(1000 x float, sum)": the call a fingerprint describes (describeOpPrint).
+std::string describeCall(const OpPrint& call);
 
 class OpActivity {
  public:
-  // A call on this communicator (the first of `ntasks` grouped ones) starts;
-  // `collectives` of them are collectives (numbered), the rest point-to-point.
-  void begin(const CallSummary& first, int ntasks, int collectives);
+  // A call on this communicator starts: `first` is the fingerprint of the
+  // first of its `ntasks` grouped operations (numbered by OpCounters),
+  // `collectives` of them are collectives, the rest point-to-point.
+  void begin(const OpPrint& first, int ntasks, int collectives);
+  // The call returns (nothing if begin was not reached).
   void end();
 
   // The executor saw no progress since `sinceUnixMs`, waiting on `peer`.
@@ -49,7 +38,7 @@ class OpActivity {
 
   struct Snapshot {
     bool inCall = false;
-    CallSummary call;
+    OpPrint call;
     int ntasks = 0;
     uint64_t collStarted = 0, collDone = 0, p2pStarted = 0, p2pDone = 0;
     int64_t waitingSinceUnixMs = 0;  // 0: not known to wait
@@ -60,8 +49,8 @@ class OpActivity {
 
  private:
   std::atomic<bool> inCall_{false};
-  std::atomic<int> type_{0}, dtype_{0}, op_{0}, root_{0}, ntasks_{0}, pendingColl_{0};
-  std::atomic<uint64_t> count_{0};
+  std::atomic<uint64_t> call_[3] = {};  // the OpPrint of begin(), word by word
+  std::atomic<int> ntasks_{0}, pendingColl_{0};
   std::atomic<uint64_t> collStarted_{0}, collDone_{0}, p2pStarted_{0}, p2pDone_{0};
   std::atomic<int64_t> waitingSince_{0};
   std::atomic<int> waitedPeer_{-1};

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <sys/types.h>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -41,13 +42,18 @@ int64_t unixNowMs() {
 }
 
 std::string callJson(const OpActivity::Snapshot& s, int64_t nowMs) {
-  std::string j = "{\"call\": " + jsonString(describeCall(s.call));
-  j += ", \"collective\": \"" + std::string(collName(s.call.type)) + "\"";
-  j += ", \"count\": " + std::to_string(s.call.count) + ", \"datatype\": \"" + dtypeName(s.call.dtype) + "\"";
-  j += ", \"op\": " + jsonString(redOpName(s.call.op)) + ", \"root\": " + std::to_string(s.call.root);
+  const OpPrint& c = s.call;
+  const auto type = static_cast<CollType>(c.coll);
+  std::string j = "{\"call\": " + jsonString(describeCall(c));
+  j += ", \"collective\": \"" + std::string(collName(type)) + "\"";
+  j += ", \"count\": " + std::to_string(c.count) + ", \"datatype\": \"" +
+       dtypeName(static_cast<ncclDataType_t>(c.dtype)) + "\"";
+  if (c.op != kNoRedOp) j += ", \"op\": \"" + std::string(reduceKindName(static_cast<ReduceKind>(c.op))) + "\"";
+  if (c.root != kNoRoot) j += ", \"root\": " + std::to_string(c.root);
   j += ", \"tasksInGroup\": " + std::to_string(s.ntasks);
-  if (s.call.type != CollType::Send && s.call.type != CollType::Recv)
-    j += ", \"opNumber\": " + std::to_string(s.collStarted);
+  // Collectives are numbered per communicator, sends and receives per peer (core/op_fingerprint.h).
+  j += std::string(type == CollType::Send || type == CollType::Recv ? ", \"p2pNumber\": " : ", \"opNumber\": ") +
+       std::to_string(c.seq);
   if (s.waitingSinceUnixMs > 0) {
     j += ", \"noProgressForMs\": " + std::to_string(nowMs - s.waitingSinceUnixMs);
     j += ", \"waitsOn\": {\"peer\": " + std::to_string(s.waitedPeer) + ", \"direction\": \"" +
@@ -73,7 +79,7 @@ std::string commJson(const ncclComm& c, int64_t nowMs) {
   return j + "]}";
 }
 
-int gSignalPipe[2] = {-1, -1};
+int gSignalPipe[2] = {-1, -1};  // [1] is what the handler writes to
 
 void onStatusSignal(int) {
   const int saved = errno;
@@ -91,10 +97,10 @@ void writeOnSignal() {
     writeStatusReportIfConfigured();
 }
 
-void serveSignals() {
+void serveSignals(int readEnd) {
   for (;;) {
     char byte = 0;
-    const ssize_t n = read(gSignalPipe[0], &byte, 1);
+    const ssize_t n = read(readEnd, &byte, 1);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return;
     try {
@@ -140,25 +146,33 @@ void writeStatusReportIfConfigured() {
 }
 
 void installStatusSignal() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    if (params::statusSignal() == 0) return;
-    struct sigaction current {};
-    if (sigaction(SIGUSR1, nullptr, &current) != 0 || current.sa_handler != SIG_DFL ||
-        (current.sa_flags & SA_SIGINFO) != 0)
-      return;  // the program handles (or ignores) SIGUSR1 itself
-    if (pipe2(gSignalPipe, O_CLOEXEC) != 0) return;
-    try {
-      std::thread(serveSignals).detach();
-    } catch (...) {
-      return;
-    }
-    struct sigaction sa {};
-    sa.sa_handler = onStatusSignal;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART;
-    sigaction(SIGUSR1, &sa, nullptr);
-  });
+  // Per process: a child forked after a parent's init inherits the handler
+  // and the pipe but not the thread that serves them, so it starts its own.
+  static std::mutex mu;
+  static pid_t servedBy = 0;
+  std::lock_guard<std::mutex> lock(mu);
+  if (servedBy == getpid() || params::statusSignal() == 0) return;
+  struct sigaction current {};
+  if (sigaction(SIGUSR1, nullptr, &current) != 0 || (current.sa_flags & SA_SIGINFO) != 0) return;
+  const bool ours = servedBy != 0 && current.sa_handler == onStatusSignal;
+  if (current.sa_handler != SIG_DFL && !ours) return;  // the program handles (or ignores) SIGUSR1 itself
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return;
+  try {
+    std::thread(serveSignals, fds[0]).detach();
+  } catch (...) {
+    close(fds[0]);
+    close(fds[1]);
+    return;
+  }
+  if (ours) close(gSignalPipe[1]);  // the parent's pipe, which nobody reads here
+  gSignalPipe[1] = fds[1];
+  servedBy = getpid();
+  struct sigaction sa {};
+  sa.sa_handler = onStatusSignal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGUSR1, &sa, nullptr);
 }
 
 }  // namespace chorus

@@ -64,15 +64,13 @@ std::vector<std::vector<Task>> splitByComm(std::span<const Task> tasks) {
   return groups;
 }
 
-// Holds a communicator's operation lock and in-flight count while it runs.
-// Holds the communicator for one call and records the call in its
-// activity (core/op_activity.h) until it returns.
+// Holds a communicator's operation lock and in-flight count while it runs;
+// the call recorded in its activity (recordCall) ends with it.
 class CommGuard {
  public:
-  CommGuard(ncclComm* c, std::span<const Task> tasks) : comm_(c) {
+  explicit CommGuard(ncclComm* c) : comm_(c) {
     comm_->opMutex.lock();
     comm_->inflight.fetch_add(1);
-    recordBegin(tasks);
   }
   ~CommGuard() {
     comm_->activity.end();
@@ -83,19 +81,20 @@ class CommGuard {
   CommGuard& operator=(const CommGuard&) = delete;
 
  private:
-  void recordBegin(std::span<const Task> tasks) {
-    int collectives = 0;
-    for (const Task& t : tasks) collectives += t.type == CollType::Send || t.type == CollType::Recv ? 0 : 1;
-    const Task& f = tasks[0];
-    comm_->activity.begin(CallSummary{f.type, f.count, f.dtype, f.op, f.root}, static_cast<int>(tasks.size()),
-                          collectives);
-  }
-
   ncclComm* comm_;
 };
 
+// The call starts in the communicator's activity record (stall reports,
+// status report) with the numbers stampPlan gave it.
+void recordCall(const Plan& plan) {
+  int collectives = 0;
+  for (const Task& t : plan.tasks) collectives += t.type == CollType::Send || t.type == CollType::Recv ? 0 : 1;
+  plan.comm->activity.begin(plan.stamps[0].mine, static_cast<int>(plan.tasks.size()), collectives);
+}
+
 // The plan for one communicator's share of the group: from the cache when
-// the same operations were run before, else freshly built (and cached).
+// the same operations were run before, else freshly built (and cached);
+// either way numbered as the communicator's next operations (stampPlan).
 // Connectors are connected by the caller (connectPlan), so that a thread
 // driving several communicators announces every receiver first.
 ncclResult_t lookupOrBuild(std::span<const Task> tasks, Plan** out) {
@@ -103,6 +102,8 @@ ncclResult_t lookupOrBuild(std::span<const Task> tasks, Plan** out) {
   CHORUS_CHECK(commCheckUsable(comm, collName(tasks[0].type)));
   if (Plan* cached = comm->planCache->find(tasks, comm->registrations.epoch())) {
     *out = cached;
+    stampPlan(*cached);
+    recordCall(*cached);
     return ncclSuccess;
   }
   auto fresh = std::make_unique<Plan>();
@@ -115,6 +116,8 @@ ncclResult_t lookupOrBuild(std::span<const Task> tasks, Plan** out) {
     return res;
   }
   *out = comm->planCache->insert(std::move(fresh));
+  stampPlan(**out);
+  recordCall(**out);
   return ncclSuccess;
 }
 
@@ -130,7 +133,7 @@ ncclResult_t connectPlan(Plan* plan) {
 
 // Common case: every task on one communicator; no allocation when cached.
 ncclResult_t executeOnOneComm(std::span<const Task> tasks) {
-  CommGuard guard(tasks[0].comm, tasks);
+  CommGuard guard(tasks[0].comm);
   Plan* plan = nullptr;
   CHORUS_CHECK(lookupOrBuild(tasks, &plan));
   CHORUS_CHECK(connectPlan(plan));
@@ -147,7 +150,7 @@ ncclResult_t executeOnManyComms(std::span<const Task> tasks) {
   auto groups = splitByComm(tasks);
   std::sort(groups.begin(), groups.end(), [](auto& a, auto& b) { return a[0].comm < b[0].comm; });
   std::vector<std::unique_ptr<CommGuard>> guards;
-  for (auto& g : groups) guards.push_back(std::make_unique<CommGuard>(g[0].comm, g));
+  for (auto& g : groups) guards.push_back(std::make_unique<CommGuard>(g[0].comm));
   std::vector<Plan*> plans;
   for (auto& g : groups) {
     Plan* plan = nullptr;

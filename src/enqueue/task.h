@@ -18,7 +18,6 @@ struct Task {
   size_t count = 0;  // per-rank count as in the API (sendcount / recvcount / count)
   ncclDataType_t dtype = ncclFloat32;
   ReduceSpec spec{};
-  ncclRedOp_t op = ncclSum;  // the operator as the caller named it (reductions only)
   int root = 0;  // root for rooted collectives, peer for send/recv
   cudaStream_t stream = nullptr;  // GPU mode: where the work is enqueued (not part of the plan's identity)
 };

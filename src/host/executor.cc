@@ -142,7 +142,23 @@ ncclResult_t reportTimeout(Plan& plan, int64_t timeoutMs) {
     f.detail = waited.receiving ? 1 : 0;
     return laneFailureError(f, plan.comm->id.rank, timeoutMs);
   }
+  // Every lane is done; a receiver has not taken what this rank sent.
+  for (const ConnRef& c : plan.conns) {
+    if (c.send == nullptr || c.send->drained()) continue;
+    step::LaneFailure f = step::waitFailure(step::LaneStatus::TimedOut, -1, c.end().peer);
+    return laneFailureError(f, plan.comm->id.rank, timeoutMs);
+  }
   return ncclSuccess;
+}
+
+// Fails if a peer left a verdict on one of the communicator's connectors, or
+// sent a slot of an operation this rank runs differently: the ranks' calls
+// do not match. Passes the verdict on to this rank's other neighbours.
+ncclResult_t checkVerdicts(Plan& plan) {
+  step::LaneFailure f = step::waitFailure(step::LaneStatus::OpMismatch, -1, -1);
+  if (!findMismatch(plan, &f.mismatch) && !findStraySlot(plan, &f.mismatch)) return ncclSuccess;
+  spreadMismatch(plan, f.mismatch);
+  return laneFailureError(f, plan.comm->id.rank, 0);
 }
 
 ncclResult_t checkFlags(Plan& plan) {
@@ -172,6 +188,7 @@ ncclResult_t idleChecks(std::span<Plan* const> plans, Clock::time_point lastProg
   const auto now = Clock::now();
   for (Plan* p : plans) {
     CHORUS_CHECK(checkFlags(*p));
+    CHORUS_CHECK(checkVerdicts(*p));
     const int64_t timeoutMs = p->comm->config.timeoutMs;
     CHORUS_CHECK(checkPeersAlive(*p));
     CHORUS_CHECK(checkLinks(*p));
@@ -181,6 +198,14 @@ ncclResult_t idleChecks(std::span<Plan* const> plans, Clock::time_point lastProg
   }
   stalls->idle(plans, lastProgress, now);  // reports, never fails the call
   return ncclSuccess;
+}
+
+// A plan succeeds only once its receivers took (and so checked the
+// fingerprints of) everything it sent.
+bool allSendsTaken(std::span<Plan* const> plans) {
+  for (Plan* p : plans)
+    if (!sendsTaken(*p)) return false;
+  return true;
 }
 
 void markFailed(std::span<Plan* const> plans, ncclResult_t res) {
@@ -230,7 +255,7 @@ ncclResult_t runHostPlans(std::span<Plan* const> plans) {
       }
     }
     if (progressed) backoff.progressed();  // also when it finished the work: that wait taught something too
-    if (!pending) {
+    if (!pending && allSendsTaken(plans)) {
       host::streamFence();
       return ncclSuccess;
     }

@@ -20,6 +20,9 @@ namespace {
 
 using step::Combine;
 
+// The stamp of a plan made without stampPlan (unit tests): no fingerprint.
+const OpStamp kUnstamped{};
+
 // Resolves step (lane.seg, lane.step) into lane.active.
 void loadStep(const Plan& plan, Lane& lane) {
   const sched::Segment& seg = lane.segments[lane.seg];
@@ -27,6 +30,7 @@ void loadStep(const Plan& plan, Lane& lane) {
   a.desc = sched::segmentStep(seg, plan.ringTableOf(seg), lane.step);
   const sched::StepDesc& d = a.desc;
   a.spec = &segmentSpec(plan, seg);
+  a.stamp = seg.task < plan.stamps.size() ? &plan.stamps[seg.task] : &kUnstamped;
   a.elemBytes = static_cast<uint32_t>(typeSize(a.spec->type));
   for (int i = 0; i < 2; ++i) {
     a.recv[i] = i < d.nRecv ? plan.conns[d.recv[i]].recv : nullptr;
@@ -90,11 +94,24 @@ void combine(const ActiveStep& a, char* target, const char* src, size_t n) {
 
 enum class Ready { No, Yes, Descriptor, Failed };
 
+// A received slot of another operation: the error, and the verdict left on
+// every connector of the plan so the sender and the other neighbours stop too.
+ncclResult_t opMismatchError(const Plan& plan, int lane, int peer, const OpStamp& stamp, const OpPrint& got) {
+  const int rank = plan.comm ? plan.comm->id.rank : -1;
+  const step::LaneFailure f = step::opMismatch(lane, rank, peer, stamp.mine, got);
+  spreadMismatch(plan, f.mismatch);
+  return laneFailureError(f, rank, 0);
+}
+
 // Whether every connector of the step is ready for a piece of `bytes`.
 Ready connectorsReady(const Plan& plan, const Lane& lane, uint32_t bytes, ncclResult_t* err) {
   const ActiveStep& a = lane.active;
   for (int i = 0; i < a.desc.nRecv; ++i) {
     if (!a.recv[i]->ready()) return Ready::No;
+    if (!step::printMatches(a.recv[i]->print(), a.stamp->expect)) {
+      *err = opMismatchError(plan, laneIndex(plan, lane), a.recv[i]->end().peer, *a.stamp, a.recv[i]->print());
+      return Ready::Failed;
+    }
     switch (step::classifySlot(a.desc, a.recv[i]->size(), bytes)) {
       case step::SlotHolds::Piece:
         break;
@@ -122,7 +139,7 @@ bool progressDirectSend(Lane& lane) {
     if (!out->ready()) return false;
     const DirectDescriptor d{reinterpret_cast<uintptr_t>(a.src), a.desc.count * a.elemBytes, 0};
     std::memcpy(out->slot(), &d, sizeof(d));
-    out->post(kDirectSlotMarker);
+    out->post(kDirectSlotMarker, a.stamp->mine);
     lane.awaitingReader = true;
     lane.readerCopied = 0;
     return true;
@@ -210,7 +227,7 @@ bool progressLane(const Plan& plan, Lane& lane, ncclResult_t* err) {
     if (dst != nullptr && dst != target) copyOut(a, dst, target, bytes);
   }
   for (int i = 1; i < a.desc.nSend; ++i) std::memcpy(a.send[i]->slot(), target, bytes);
-  for (int i = 0; i < a.desc.nSend; ++i) a.send[i]->post(bytes);
+  for (int i = 0; i < a.desc.nSend; ++i) a.send[i]->post(bytes, a.stamp->mine);
   for (int i = 0; i < a.desc.nRecv; ++i) a.recv[i]->release();
   lane.done += n;
   return true;

@@ -13,8 +13,10 @@ const char* descriptorReason(step::DescriptorCheck why) {
   switch (why) {
     case step::DescriptorCheck::MidReceive:
       return "this rank was in the middle of a receive (the ranks split the data differently)";
-    case step::DescriptorCheck::NotPlainReceive: return "this rank's step also sends or reduces";
-    default: return nullptr;
+    case step::DescriptorCheck::NotPlainReceive:
+      return "this rank's step also sends or reduces";
+    default:
+      return nullptr;
   }
 }
 
@@ -35,8 +37,10 @@ ncclResult_t describeLaneFailure(const step::LaneFailure& f, int rank, int64_t t
       return ncclRemoteError;
     case step::LaneStatus::SizeMismatch:
       if (f.detail == kDirectSlotMarker)
-        snprintf(msg, n, "rank %d: peer rank %d sent a zero-copy message where this rank expected a piece of %llu "
-                 "bytes (lane %d): %s", rank, f.peer, expected, f.lane, kMismatch);
+        snprintf(msg, n,
+                 "rank %d: peer rank %d sent a zero-copy message where this rank expected a piece of %llu "
+                 "bytes (lane %d): %s",
+                 rank, f.peer, expected, f.lane, kMismatch);
       else
         snprintf(msg, n, "rank %d: peer rank %d sent a piece of %u bytes where %llu were expected (lane %d): %s", rank,
                  f.peer, f.detail, expected, f.lane, kMismatch);
@@ -50,6 +54,13 @@ ncclResult_t describeLaneFailure(const step::LaneFailure& f, int rank, int64_t t
       }
       snprintf(msg, n, "rank %d: peer rank %d sent %llu bytes zero-copy where %s (lane %d): %s", rank, f.peer,
                static_cast<unsigned long long>(f.received), why, f.lane, kMismatch);
+      return ncclInvalidUsage;
+    }
+    case step::LaneStatus::OpMismatch: {
+      const int k = describeOpMismatch(f.mismatch, msg, n);
+      // A rank that learned of the mismatch from a neighbour says so.
+      if (rank != f.mismatch.rank && rank != f.mismatch.peer && k > 0 && static_cast<size_t>(k) < n)
+        snprintf(msg + k, n - k, " (rank %d stopped too)", rank);
       return ncclInvalidUsage;
     }
     default:

@@ -36,8 +36,16 @@ struct ConnRef {
 
 // The step a lane is on, resolved for the host executor: the generated
 // StepDesc with its connectors, buffers and reduction.
+// The fingerprints of one task of a plan for the current launch (the
+// sequence number changes from call to call; the cached plan does not).
+struct OpStamp {
+  OpPrint mine;    // stamped on every slot this rank posts for the task
+  OpPrint expect;  // what the peers' slots must carry (expectedFromPeer(mine))
+};
+
 struct ActiveStep {
   sched::StepDesc desc;
+  const OpStamp* stamp = nullptr;  // of the step's task
   RecvConnector* recv[2] = {nullptr, nullptr};
   SendConnector* send[2] = {nullptr, nullptr};
   const char* src = nullptr;  // at the step's first element, or null
@@ -73,7 +81,13 @@ struct Lane {
 
 struct Plan {
   ncclComm* comm = nullptr;
-  std::vector<Task> tasks;  // owns the ReduceSpecs; Segment::task indexes it
+  std::vector<Task> tasks;      // owns the ReduceSpecs; Segment::task indexes it
+  std::vector<OpStamp> stamps;  // one per task, set for each launch (stampPlan)
+  // The send connectors whose receiver's call is not proven to match by the
+  // plan's own receives (plan_verdict.cc); sendsTaken waits for these only.
+  // Set by the first stampPlan; until then every send connector counts.
+  std::vector<SendConnector*> unprovenSends;
+  bool sendsClassified = false;
   std::vector<Lane> lanes;
   std::vector<ConnRef> conns;
   std::vector<int32_t> rankTable;  // ring orders of RingGather/RingScatter segments (Segment::ringTable)
@@ -93,6 +107,27 @@ struct Plan {
 
 // The spec a segment's elements are combined with: its task's, or a plain
 // byte copy for segments that move raw bytes (sched::kSegBytes).
+// Numbers the plan's tasks as the next operations of its communicator
+// (OpCounters) and sets `stamps`. Once per launch, under the comm's opMutex.
+void stampPlan(Plan& plan);
+
+// Operation mismatches across connectors (src/plan/plan_verdict.cc): leaves
+// `r` on every connector of the plan (first verdict per connector wins)...
+void spreadMismatch(const Plan& plan, const OpMismatchRecord& r);
+// ...and finds one left on any of them by a peer.
+bool findMismatch(const Plan& plan, OpMismatchRecord* r);
+// A slot waiting on one of the communicator's receive connectors that
+// belongs to an operation this rank has numbered but fits none of the
+// plan's tasks: a peer called something this rank will never receive (a
+// different root, a different collective). Called while the plan is idle.
+bool findStraySlot(const Plan& plan, OpMismatchRecord* r);
+// Every slot the plan's send connectors posted has been taken by its
+// receiver (which checked its fingerprint), so the plan may report success;
+// connectors whose receiver's call the plan's own receives proved equal are
+// not waited for (classifySends, once per plan, from stampPlan).
+bool sendsTaken(const Plan& plan);
+void classifySends(Plan& plan);
+
 const ReduceSpec& segmentSpec(const Plan& plan, const sched::Segment& s);
 
 // Bytes of the plan itself (lanes, segments, connector and rank tables), for

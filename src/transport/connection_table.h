@@ -44,6 +44,17 @@ class ConnectionTable final : public ConnectorSource {
     return it == sends_.end() ? nullptr : it->second.get();
   }
 
+  // Every connector made so far (receivers, then senders).
+  template <class Fn>
+  void forEachRecv(Fn&& fn) const {
+    for (auto& [key, r] : recvs_) fn(*r);
+  }
+  template <class Fn>
+  void forEachEnd(Fn&& fn) const {
+    for (auto& [key, r] : recvs_) fn(r->end());
+    for (auto& [key, s] : sends_) fn(s->end());
+  }
+
   const PeerInfo& peer(int rank) const { return peers_[rank]; }
   const std::vector<PeerInfo>& peers() const { return peers_; }
 

@@ -5,7 +5,9 @@
 // where this memory comes from; the data path below is the same for all.
 //
 // Protocol: the sender may fill slot (tail % nslots) while tail - head < nslots,
-// writes the byte count into sizes[], then publishes with tail+1 (release).
+// writes the byte count into sizes[] and the fingerprint of the operation the
+// slot belongs to into prints[] (src/core/op_fingerprint.h), then publishes
+// with tail+1 (release).
 // The receiver may read slot (head % nslots) while head < tail (acquire), and
 // frees it with head+1 (release). Each side caches the other's counter and
 // re-reads it only when the cached value says "full"/"empty", so in steady
@@ -18,6 +20,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "core/op_fingerprint.h"
 #include "kernels/common/direct_slot.h"
 
 namespace chorus {
@@ -34,7 +37,29 @@ struct FifoControl {
   int32_t receiverPid;
   int32_t senderPid;
   uint32_t sizes[kMaxFifoSlots];
+  OpPrint prints[kMaxFifoSlots];
+  // Set by either end that found the two ends' calls do not match (or
+  // learned so from another connector), read by the other end when it cannot
+  // make progress: a sender whose slots were refused, a receiver whose
+  // sender stopped. 0 none, 1 being written, 2 `mismatch` valid.
+  alignas(64) std::atomic<uint32_t> verdict;
+  OpMismatchRecord mismatch;
 };
+static_assert(sizeof(FifoControl) <= 4096, "the FIFO control block is one page");
+
+// Records a mismatch on the connector (first one wins).
+inline void fifoSetMismatch(FifoControl* ctl, const OpMismatchRecord& r) {
+  uint32_t expected = 0;
+  if (!ctl->verdict.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) return;
+  ctl->mismatch = r;
+  ctl->verdict.store(2, std::memory_order_release);
+}
+// The mismatch recorded on the connector, if any.
+inline bool fifoMismatch(const FifoControl* ctl, OpMismatchRecord* r) {
+  if (ctl->verdict.load(std::memory_order_acquire) != 2) return false;
+  *r = ctl->mismatch;
+  return true;
+}
 
 inline constexpr size_t fifoControlBytes() { return (sizeof(FifoControl) + 4095) & ~size_t(4095); }
 inline size_t fifoTotalBytes(uint32_t slotBytes, uint32_t nslots) {
@@ -104,8 +129,9 @@ class SendConnector {
     return tail_ - headCache_ < end_.nslots;
   }
   char* slot() const { return end_.slot(tail_); }
-  void post(uint32_t bytes) {
+  void post(uint32_t bytes, const OpPrint& print = {}) {
     end_.ctl->sizes[tail_ % end_.nslots] = bytes;
+    end_.ctl->prints[tail_ % end_.nslots] = print;
     end_.ctl->tail.store(++tail_, std::memory_order_release);
     if (end_.doorbell != nullptr) end_.doorbell->ring();
   }
@@ -135,6 +161,7 @@ class RecvConnector {
   }
   const char* slot() const { return end_.slot(head_); }
   uint32_t size() const { return end_.ctl->sizes[head_ % end_.nslots]; }
+  const OpPrint& print() const { return end_.ctl->prints[head_ % end_.nslots]; }
   void release() {
     end_.ctl->head.store(++head_, std::memory_order_release);
     if (end_.doorbell != nullptr) end_.doorbell->ring();

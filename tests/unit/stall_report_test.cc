@@ -1,10 +1,8 @@
-// The stall report's pure parts: the note's encoding, rank lists, the line,
-// and how calls are described (core/stall_report.h, core/op_activity.h).
+// The stall report's pure parts: the note's encoding, rank lists and the
+// line (core/stall_report.h).
 #include "core/stall_report.h"
 
 #include <gtest/gtest.h>
-
-#include "core/op_activity.h"
 
 namespace chorus {
 namespace {
@@ -74,16 +72,6 @@ TEST(StallLine, RanksInOtherCalls) {
   EXPECT_EQ(formatStallLine(p),
             "op #7 Broadcast(10 x int8, root 0): rank 1 waiting (up to 5 s); rank 0 is in op #6 (no progress for 9 s); "
             "rank 2 is in no call (completed op #6)");
-}
-
-TEST(DescribeCall, NamesEveryPart) {
-  EXPECT_EQ(describeCall({CollType::AllReduce, 1000, ncclFloat32, ncclSum, 0}), "AllReduce(1000 x float, sum)");
-  EXPECT_EQ(describeCall({CollType::Reduce, 4, ncclBfloat16, ncclMax, 2}), "Reduce(4 x bfloat16, max, root 2)");
-  EXPECT_EQ(describeCall({CollType::Broadcast, 9, ncclInt8, ncclSum, 1}), "Broadcast(9 x int8, root 1)");
-  EXPECT_EQ(describeCall({CollType::Send, 3, ncclInt32, ncclSum, 5}), "Send(3 x int32, to rank 5)");
-  EXPECT_EQ(describeCall({CollType::Recv, 3, ncclInt32, ncclSum, 5}), "Recv(3 x int32, from rank 5)");
-  EXPECT_EQ(redOpName(static_cast<ncclRedOp_t>(7)), "premulsum op 7");
-  EXPECT_STREQ(dtypeName(static_cast<ncclDataType_t>(99)), "unknown type");
 }
 
 }  // namespace

@@ -1,0 +1,141 @@
+#include "core/op_fingerprint.h"
+
+#include <cstdio>
+
+namespace chorus {
+namespace {
+
+bool reduces(CollType c) { return c == CollType::AllReduce || c == CollType::Reduce || c == CollType::ReduceScatter; }
+
+bool rooted(CollType c) {
+  return c == CollType::Broadcast || c == CollType::Reduce || c == CollType::Gather || c == CollType::Scatter;
+}
+
+bool pairwise(const OpPrint& p) {
+  const auto c = static_cast<CollType>(p.coll);
+  return c == CollType::Send || c == CollType::Recv;
+}
+
+// "op #17" or "send #3 from rank 0 to rank 1" for the call `p` of rank `self`
+// whose other end is rank `other`.
+int labelOf(const OpPrint& p, int self, int other, char* out, size_t n) {
+  if (!pairwise(p)) return snprintf(out, n, "op #%u", p.seq);
+  const bool sends = static_cast<CollType>(p.coll) == CollType::Send;
+  return snprintf(out, n, "send #%u from rank %d to rank %d", p.seq, sends ? self : other, sends ? other : self);
+}
+
+}  // namespace
+
+OpPrint makeOpPrint(CollType coll, size_t count, ncclDataType_t dtype, ReduceKind kind, int root, uint32_t seq) {
+  OpPrint p;
+  p.count = count;
+  p.seq = seq;
+  p.root = rooted(coll) ? root : kNoRoot;
+  p.coll = static_cast<uint8_t>(coll);
+  p.dtype = static_cast<uint8_t>(dtype);
+  p.op = reduces(coll) ? static_cast<uint8_t>(kind) : kNoRedOp;
+  p.valid = 1;
+  return p;
+}
+
+OpPrint expectedFromPeer(const OpPrint& mine) {
+  OpPrint p = mine;
+  if (static_cast<CollType>(mine.coll) == CollType::Recv) p.coll = static_cast<uint8_t>(CollType::Send);
+  return p;
+}
+
+const char* dtypeName(ncclDataType_t t) {
+  switch (t) {
+    case ncclInt8:
+      return "int8";
+    case ncclUint8:
+      return "uint8";
+    case ncclInt32:
+      return "int32";
+    case ncclUint32:
+      return "uint32";
+    case ncclInt64:
+      return "int64";
+    case ncclUint64:
+      return "uint64";
+    case ncclFloat16:
+      return "half";
+    case ncclFloat32:
+      return "float";
+    case ncclFloat64:
+      return "double";
+    case ncclBfloat16:
+      return "bfloat16";
+    case ncclFloat8e4m3:
+      return "fp8e4m3";
+    case ncclFloat8e5m2:
+      return "fp8e5m2";
+    default:
+      return "?";
+  }
+}
+
+const char* reduceKindName(ReduceKind k) {
+  switch (k) {
+    case ReduceKind::Sum:
+      return "sum";
+    case ReduceKind::Prod:
+      return "prod";
+    case ReduceKind::Max:
+      return "max";
+    case ReduceKind::Min:
+      return "min";
+    case ReduceKind::PreMulSum:
+      return "premulsum";
+    case ReduceKind::SumPostDiv:
+      return "avg";
+  }
+  return "?";
+}
+
+int describeOpPrint(const OpPrint& p, char* out, size_t n) {
+  const char* name = collName(static_cast<CollType>(p.coll));
+  const char* type = dtypeName(static_cast<ncclDataType_t>(p.dtype));
+  const auto count = static_cast<unsigned long long>(p.count);
+  if (p.op != kNoRedOp && p.root != kNoRoot)
+    return snprintf(out, n, "%s(%llu x %s, %s, root %d)", name, count, type,
+                    reduceKindName(static_cast<ReduceKind>(p.op)), p.root);
+  if (p.op != kNoRedOp)
+    return snprintf(out, n, "%s(%llu x %s, %s)", name, count, type, reduceKindName(static_cast<ReduceKind>(p.op)));
+  if (p.root != kNoRoot) return snprintf(out, n, "%s(%llu x %s, root %d)", name, count, type, p.root);
+  return snprintf(out, n, "%s(%llu x %s)", name, count, type);
+}
+
+int describeOpMismatch(const OpMismatchRecord& r, char* out, size_t n) {
+  char label[96], mine[96], theirs[96], theirLabel[96] = "";
+  labelOf(r.mine, r.rank, r.peer, label, sizeof(label));
+  describeOpPrint(r.mine, mine, sizeof(mine));
+  if (!r.theirs.valid) {
+    snprintf(theirs, sizeof(theirs), "an operation without a fingerprint");
+  } else {
+    describeOpPrint(r.theirs, theirs, sizeof(theirs));
+    // The peer's call is a different operation, not a different shape of
+    // the same one: say which.
+    if (r.theirs.seq != r.mine.seq || pairwise(r.theirs) != pairwise(r.mine)) {
+      const int k = labelOf(r.theirs, r.peer, r.rank, theirLabel, sizeof(theirLabel) - 1);
+      if (k > 0 && static_cast<size_t>(k) < sizeof(theirLabel) - 2) {
+        theirLabel[k] = ' ';
+        theirLabel[k + 1] = '\0';
+      }
+    }
+  }
+  return snprintf(out, n, "%s: rank %d called %s, rank %d called %s%s", label, r.rank, mine, r.peer, theirLabel,
+                  theirs);
+}
+
+uint32_t OpCounters::next(CollType coll, int peer) {
+  if ((coll != CollType::Send && coll != CollType::Recv) || peer < 0) return ++coll_;
+  const auto p = static_cast<size_t>(peer);
+  if (p >= send_.size()) {
+    send_.resize(p + 1, 0);
+    recv_.resize(p + 1, 0);
+  }
+  return coll == CollType::Send ? ++send_[p] : ++recv_[p];
+}
+
+}  // namespace chorus

@@ -1,0 +1,19 @@
+// Fingerprints of a plan's tasks for one launch (src/core/op_fingerprint.h).
+#include "core/comm.h"
+#include "plan/plan.h"
+
+namespace chorus {
+
+void stampPlan(Plan& plan) {
+  if (!plan.sendsClassified) classifySends(plan);
+  plan.stamps.resize(plan.tasks.size());
+  for (size_t i = 0; i < plan.tasks.size(); ++i) {
+    const Task& t = plan.tasks[i];
+    const uint32_t seq = plan.comm->opCounters.next(t.type, t.root);
+    OpStamp& s = plan.stamps[i];
+    s.mine = makeOpPrint(t.type, t.count, t.dtype, t.spec.kind, t.root, seq);
+    s.expect = expectedFromPeer(s.mine);
+  }
+}
+
+}  // namespace chorus

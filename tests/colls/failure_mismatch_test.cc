@@ -1,0 +1,162 @@
+// Ranks that make different calls (docs/reliability.md, "Operation
+// fingerprints"): every rank involved gets ncclInvalidUsage within 1 s, with
+// a message naming both calls, and the communicator stays failed (the next
+// call fails fast). Never a hang, never success with different data.
+//
+// Each scenario first runs the collectives it mixes once, correctly, so the
+// connectors exist on every rank; the mismatched call is then op #3 (op #1
+// and #2 being the warm-up), or send #2 for point-to-point.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/rank_runner.h"
+
+namespace chorus::test {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr int64_t kBoundMs = 1000;
+
+struct Buffers {
+  std::vector<float> send = std::vector<float>(4096, 1.0f);
+  std::vector<float> recv = std::vector<float>(4096 * 3, 0.0f);
+};
+
+using Call = std::function<ncclResult_t(RankCtx&, Buffers&)>;
+
+ncclResult_t allReduce(RankCtx& ctx, Buffers& b, size_t count, ncclDataType_t t, ncclRedOp_t op) {
+  return ncclAllReduce(b.send.data(), b.recv.data(), count, t, op, ctx.comm, nullptr);
+}
+
+ncclResult_t broadcast(RankCtx& ctx, Buffers& b, size_t count, int root) {
+  return ncclBroadcast(b.send.data(), b.recv.data(), count, ncclFloat32, root, ctx.comm, nullptr);
+}
+
+// Runs `warmup` (must succeed), then `mismatched`, which must fail with
+// ncclInvalidUsage within kBoundMs and a message holding every needle; then
+// a further call must fail at once.
+void expectMismatch(RankCtx& ctx, const Call& warmup, const Call& mismatched, const std::vector<std::string>& needles) {
+  Buffers b;
+  if (warmup && !RANK_OK(ctx, warmup(ctx, b))) return;
+  const auto t0 = Clock::now();
+  const ncclResult_t res = mismatched(ctx, b);
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
+  const std::string msg = ncclGetLastError(nullptr);
+  if (res != ncclInvalidUsage)
+    ctx.fail("rank %d: mismatched call returned %s, expected ncclInvalidUsage (%s)", ctx.rank, ncclGetErrorString(res),
+             msg.c_str());
+  if (ms > kBoundMs)
+    ctx.fail("rank %d: the mismatch took %lld ms to report (bound %lld)", ctx.rank, (long long)ms, (long long)kBoundMs);
+  for (const std::string& n : needles)
+    if (msg.find(n) == std::string::npos)
+      ctx.fail("rank %d: the error \"%s\" does not mention \"%s\"", ctx.rank, msg.c_str(), n.c_str());
+  const auto t1 = Clock::now();
+  const ncclResult_t again = allReduce(ctx, b, 16, ncclFloat32, ncclSum);
+  const auto againMs = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t1).count();
+  if (again == ncclSuccess || againMs > kBoundMs)
+    ctx.fail("rank %d: the call after the mismatch returned %s after %lld ms; the comm must stay failed", ctx.rank,
+             ncclGetErrorString(again), (long long)againMs);
+}
+
+RunOptions quick() {
+  RunOptions o;
+  o.timeoutMs = 30000;  // a hang fails the test instead of eating the CI budget
+  return o;
+}
+
+// Both launch modes, 2 ranks.
+void onThreadsAndProcesses(int nranks, const RankFn& fn) {
+  runThreads(nranks, fn, quick());
+  runProcesses(nranks, fn, quick());
+}
+
+Call twice(Call a, Call b) {
+  return [=](RankCtx& ctx, Buffers& buf) {
+    const ncclResult_t r = a(ctx, buf);
+    return r != ncclSuccess ? r : b(ctx, buf);
+  };
+}
+
+Call allReduceCall(size_t count, ncclDataType_t t, ncclRedOp_t op) {
+  return [=](RankCtx& ctx, Buffers& b) { return allReduce(ctx, b, count, t, op); };
+}
+
+Call broadcastCall(size_t count, int root) {
+  return [=](RankCtx& ctx, Buffers& b) { return broadcast(ctx, b, count, root); };
+}
+
+TEST(OpMismatch, FloatVersusInt32OfTheSameSize) {
+  onThreadsAndProcesses(2, [](RankCtx& ctx) {
+    const Call warm = twice(allReduceCall(1000, ncclFloat32, ncclSum), allReduceCall(1000, ncclInt32, ncclSum));
+    expectMismatch(ctx, warm, allReduceCall(1000, ctx.rank == 0 ? ncclFloat32 : ncclInt32, ncclSum),
+                   {"op #3: rank ", "AllReduce(1000 x float, sum)", "AllReduce(1000 x int32, sum)"});
+  });
+}
+
+TEST(OpMismatch, SumVersusMax) {
+  onThreadsAndProcesses(2, [](RankCtx& ctx) {
+    const Call warm = twice(allReduceCall(1000, ncclFloat32, ncclSum), allReduceCall(1000, ncclFloat32, ncclMax));
+    expectMismatch(ctx, warm, allReduceCall(1000, ncclFloat32, ctx.rank == 0 ? ncclSum : ncclMax),
+                   {"op #3", "AllReduce(1000 x float, sum)", "AllReduce(1000 x float, max)"});
+  });
+}
+
+TEST(OpMismatch, Count1000Versus2000) {
+  onThreadsAndProcesses(2, [](RankCtx& ctx) {
+    const Call warm = twice(allReduceCall(1000, ncclFloat32, ncclSum), allReduceCall(2000, ncclFloat32, ncclSum));
+    expectMismatch(
+        ctx, warm, allReduceCall(ctx.rank == 0 ? 1000 : 2000, ncclFloat32, ncclSum),
+        {"op #3", "rank 0 called AllReduce(1000 x float, sum)", "rank 1 called AllReduce(2000 x float, sum)"});
+  });
+}
+
+TEST(OpMismatch, AllReduceVersusBroadcast) {
+  onThreadsAndProcesses(2, [](RankCtx& ctx) {
+    const Call warm = twice(allReduceCall(1000, ncclFloat32, ncclSum), broadcastCall(1000, 0));
+    const Call call = ctx.rank == 0 ? allReduceCall(1000, ncclFloat32, ncclSum) : broadcastCall(1000, 0);
+    expectMismatch(
+        ctx, warm, call,
+        {"op #3", "rank 0 called AllReduce(1000 x float, sum)", "rank 1 called Broadcast(1000 x float, root 0)"});
+  });
+}
+
+TEST(OpMismatch, BroadcastWithDifferentRoots) {
+  onThreadsAndProcesses(2, [](RankCtx& ctx) {
+    const Call warm = twice(broadcastCall(1000, 0), broadcastCall(1000, 1));
+    expectMismatch(
+        ctx, warm, broadcastCall(1000, ctx.rank),
+        {"op #3", "rank 0 called Broadcast(1000 x float, root 0)", "rank 1 called Broadcast(1000 x float, root 1)"});
+  });
+}
+
+TEST(OpMismatch, SendRecvCounts) {
+  onThreadsAndProcesses(2, [](RankCtx& ctx) {
+    auto p2p = [](size_t sendCount, size_t recvCount) {
+      return [=](RankCtx& c, Buffers& b) {
+        return c.rank == 0 ? ncclSend(b.send.data(), sendCount, ncclFloat32, 1, c.comm, nullptr)
+                           : ncclRecv(b.recv.data(), recvCount, ncclFloat32, 0, c.comm, nullptr);
+      };
+    };
+    expectMismatch(
+        ctx, p2p(1000, 1000), p2p(1000, 2000),
+        {"send #2 from rank 0 to rank 1", "rank 0 called Send(1000 x float)", "rank 1 called Recv(2000 x float)"});
+  });
+}
+
+// Rank 2 skips op #3 (an AllReduce of 1000) and calls op #4 (of 2000): the
+// ranks next to it find out first, the third from them; all name op #3 and
+// rank 2's call.
+TEST(OpMismatch, ThreeRanksOneSkipsAnOperation) {
+  onThreadsAndProcesses(3, [](RankCtx& ctx) {
+    const Call warm = twice(allReduceCall(1000, ncclFloat32, ncclSum), allReduceCall(2000, ncclFloat32, ncclSum));
+    expectMismatch(ctx, warm, allReduceCall(ctx.rank == 2 ? 2000 : 1000, ncclFloat32, ncclSum),
+                   {"op #3", "rank 2 called AllReduce(2000 x float, sum)", "AllReduce(1000 x float, sum)"});
+  });
+}
+
+}  // namespace
+}  // namespace chorus::test
