@@ -4,6 +4,7 @@
 #include <set>
 
 #include "bootstrap/bootstrap.h"
+#include "bootstrap/bruck.h"
 #include "bootstrap/mesh.h"
 #include "core/little_endian.h"
 #include "core/log.h"
@@ -44,35 +45,16 @@ ncclResult_t Bootstrap::take(int from, const std::string& rest, std::vector<uint
   return mesh_->local().erasePrefix(key);
 }
 
-// Bruck's all-gather: after round k this rank holds the blocks of ranks
-// rank..rank+2^(k+1)-1 (mod n), in `have` relative to itself.
 ncclResult_t Bootstrap::meshAllGather(const void* mine, size_t bytes, void* all, const WaitBound& bound) {
   const uint64_t epoch = nextEpoch();
-  const int n = nranks_;
-  std::vector<uint8_t> have(static_cast<size_t>(n) * bytes);
-  if (bytes != 0) memcpy(have.data(), mine, bytes);
-  int got = 1;
-  for (int round = 0; got < n; ++round) {
-    const int cnt = std::min(got, n - got);
-    const int to = (rank_ - got + n) % n, from = (rank_ + got) % n;
-    std::vector<uint8_t> out(8 + static_cast<size_t>(cnt) * bytes);
-    storeLittleEndian(out.data(), bytes, 8);
-    if (bytes != 0) memcpy(out.data() + 8, have.data(), static_cast<size_t>(cnt) * bytes);
-    CHORUS_CHECK(post(to, roundKey("allgather", epoch, round, rank_), std::move(out), bound));
-    std::vector<uint8_t> in;
-    CHORUS_CHECK(take(from, roundKey("allgather", epoch, round, from), &in, bound));
-    const uint64_t theirs = in.size() >= 8 ? loadLittleEndian(in.data(), 8) : 0;
-    if (in.size() != 8 + static_cast<size_t>(cnt) * bytes || theirs != bytes)
-      return fail(ncclInvalidUsage, "bootstrap: allGather: rank %d contributed %llu bytes, rank %d expected %zu", from,
-                  static_cast<unsigned long long>(theirs), rank_, bytes);
-    if (bytes != 0) memcpy(have.data() + static_cast<size_t>(got) * bytes, in.data() + 8, in.size() - 8);
-    got += cnt;
-  }
-  auto* dst = static_cast<uint8_t*>(all);
-  if (bytes != 0)
-    for (int i = 0; i < n; ++i)  // `mine` was copied first, so aliasing our slot is harmless
-      memcpy(dst + static_cast<size_t>((rank_ + i) % n) * bytes, have.data() + static_cast<size_t>(i) * bytes, bytes);
-  return ncclSuccess;
+  return bruckAllGather(
+      rank_, nranks_, bytes, mine, all,
+      [&](int round, int to, std::vector<uint8_t> data) {
+        return post(to, roundKey("allgather", epoch, round, rank_), std::move(data), bound);
+      },
+      [&](int round, int from, std::vector<uint8_t>* data) {
+        return take(from, roundKey("allgather", epoch, round, from), data, bound);
+      });
 }
 
 // Dissemination barrier: in round k, tell rank+2^k and hear from rank-2^k.

@@ -16,9 +16,10 @@
 namespace chorus {
 namespace {
 
-// How long a connection to a peer's mailbox may take. The mailbox listened
-// before its address was published, so a refusal means the process is gone:
-// retry only briefly (a full accept queue also refuses for a moment).
+// How long a refused connection to a peer's mailbox is retried. The mailbox
+// listened before its address was published, so a refusal means the process
+// is gone: retry only briefly. (A busy mailbox's handshake may take longer;
+// that wait is bounded by the caller only.)
 constexpr int64_t kPeerConnectMs = 1000;
 
 struct MeshRegistry {
@@ -121,10 +122,8 @@ ncclResult_t Mesh::peer(const SockAddr& addr, int rank, const WaitBound& bound, 
       return fail(ncclRemoteError, "bootstrap: rank %d's process is gone (its mailbox at %s closed the connection)",
                   rank, where.c_str());
   }
-  WaitBound brief = bound;
-  brief.deadline = std::min(bound.deadline, Clock::now() + std::chrono::milliseconds(kPeerConnectMs));
   std::shared_ptr<Store> client;
-  if (connectTcpStore(addr, secret_, rank, brief, &client) != ncclSuccess) {
+  if (connectTcpStore(addr, secret_, rank, bound, &client, kPeerConnectMs) != ncclSuccess) {
     const std::string why = lastErrorMessage();
     return fail(ncclRemoteError, "bootstrap: cannot reach rank %d's mailbox at %s (has its process exited?): %s", rank,
                 where.c_str(), why.c_str());

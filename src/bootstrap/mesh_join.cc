@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "bootstrap/bruck.h"
 #include "core/little_endian.h"
 #include "core/log.h"
 #include "core/result.h"
@@ -136,31 +137,91 @@ ncclResult_t Join::verdict(std::string* conflict) {
   return ncclSuccess;
 }
 
-// Ring all-gather of the mailbox table: in step s, pass on to the next rank
-// the entry learned in step s-1 (our own first).
-ncclResult_t ringMailboxes(Mesh& mesh, const std::string& prefix, int rank, const WaitBound& bound,
-                           std::vector<SockAddr>* boxes) {
-  const int n = static_cast<int>(boxes->size());
-  const int next = (rank + 1) % n, prev = (rank + n - 1) % n;
-  std::shared_ptr<Store> nextBox;
-  CHORUS_CHECK(mesh.peer((*boxes)[next], next, bound, &nextBox));
-  for (int step = 0; step < n - 1; ++step) {
-    const SockAddr& pass = (*boxes)[(rank - step + n) % n];
-    const auto* a = reinterpret_cast<const uint8_t*>(&pass.storage);
-    const std::string tail = "/step" + std::to_string(step) + "/from";
-    CHORUS_CHECK(
-        nextBox->set(prefix + ":ring" + tail + std::to_string(rank) + ";", std::vector<uint8_t>(a, a + pass.len)));
-    const std::string key = prefix + ":ring" + tail + std::to_string(prev) + ";";
+std::vector<uint8_t> addrBytes(const SockAddr& a) {
+  const auto* p = reinterpret_cast<const uint8_t*>(&a.storage);
+  return std::vector<uint8_t>(p, p + a.len);
+}
+
+ncclResult_t addrFrom(const std::vector<uint8_t>& b, int from, SockAddr* out) {
+  if (b.size() > sizeof(out->storage))
+    return fail(ncclInternalError, "bootstrap: rank %d sent an address of %zu bytes", from, b.size());
+  *out = SockAddr{};
+  memcpy(&out->storage, b.data(), b.size());
+  out->len = static_cast<socklen_t>(b.size());
+  return ncclSuccess;
+}
+
+// Messages of the table exchange, through the mailboxes (mesh.h).
+class TableExchange {
+ public:
+  TableExchange(Mesh& mesh, const std::string& prefix, int rank, int n, const WaitBound& bound)
+      : mesh_(mesh), p_(prefix + ":join/"), rank_(rank), n_(n), bound_(bound) {}
+
+  ncclResult_t send(const SockAddr& to, int toRank, const std::string& what, std::vector<uint8_t> data) {
+    std::shared_ptr<Store> box;
+    CHORUS_CHECK(mesh_.peer(to, toRank, bound_, &box));
+    return box->set(p_ + what + "/from" + std::to_string(rank_) + ";", std::move(data));
+  }
+  ncclResult_t recv(int from, const std::string& what, std::vector<uint8_t>* data) {
+    const std::string key = p_ + what + "/from" + std::to_string((from % n_ + n_) % n_) + ";";
     std::vector<std::vector<uint8_t>> vals;
-    CHORUS_CHECK(mesh.local().get({key}, &vals, bound));
-    CHORUS_CHECK(mesh.local().erasePrefix(key));
-    SockAddr& got = (*boxes)[(prev - step + n) % n];
-    if (vals[0].size() > sizeof(got.storage))
-      return fail(ncclInternalError, "bootstrap: rank %d passed on an address of %zu bytes", prev, vals[0].size());
-    memcpy(&got.storage, vals[0].data(), vals[0].size());
-    got.len = static_cast<socklen_t>(vals[0].size());
+    CHORUS_CHECK(mesh_.local().get({key}, &vals, bound_));
+    *data = std::move(vals[0]);
+    return mesh_.local().erasePrefix(key);
+  }
+  ncclResult_t recvAddr(int from, const std::string& what, SockAddr* out) {
+    std::vector<uint8_t> b;
+    CHORUS_CHECK(recv(from, what, &b));
+    return addrFrom(b, from, out);
+  }
+
+ private:
+  Mesh& mesh_;
+  const std::string p_;
+  const int rank_, n_;
+  const WaitBound bound_;
+};
+
+// Pointer doubling from the ring neighbour (from the store): afterwards
+// pred[k] is the mailbox of rank - 2^k for every 2^k < n, which is where
+// Bruck's all-gather sends. Round k: tell succ[k] our pred[k] (its pred[k+1])
+// and pred[k] our succ[k] (its succ[k+1]). 2*log2(n) small messages per rank.
+ncclResult_t predecessors(TableExchange& x, int rank, int n, const SockAddr& self, const SockAddr& next,
+                          std::vector<SockAddr>* pred) {
+  std::vector<SockAddr> succ{next};
+  pred->assign(1, SockAddr{});
+  CHORUS_CHECK(x.send(next, (rank + 1) % n, "self", addrBytes(self)));
+  CHORUS_CHECK(x.recvAddr(rank - 1, "self", &(*pred)[0]));
+  for (int k = 0; (2 << k) < n; ++k) {
+    const int dist = 1 << k;
+    const std::string round = std::to_string(k);
+    CHORUS_CHECK(x.send(succ[k], (rank + dist) % n, "pred" + round, addrBytes((*pred)[k])));
+    CHORUS_CHECK(x.send((*pred)[k], (rank - dist + n) % n, "succ" + round, addrBytes(succ[k])));
+    SockAddr p, s;
+    CHORUS_CHECK(x.recvAddr(rank - dist, "pred" + round, &p));
+    CHORUS_CHECK(x.recvAddr(rank + dist, "succ" + round, &s));
+    pred->push_back(p);
+    succ.push_back(s);
   }
   return ncclSuccess;
+}
+
+// The mailbox table: Bruck's all-gather of fixed-size address records.
+ncclResult_t mailboxTable(Mesh& mesh, const std::string& prefix, int rank, const SockAddr& next, const WaitBound& bound,
+                          std::vector<SockAddr>* boxes) {
+  const int n = static_cast<int>(boxes->size());
+  TableExchange x(mesh, prefix, rank, n, bound);
+  std::vector<SockAddr> pred;
+  CHORUS_CHECK(predecessors(x, rank, n, mesh.address(), next, &pred));
+  const SockAddr mine = mesh.address();
+  return bruckAllGather(
+      rank, n, sizeof(SockAddr), &mine, boxes->data(),
+      [&](int round, int to, std::vector<uint8_t> data) {
+        return x.send(pred[static_cast<size_t>(round)], to, "table" + std::to_string(round), std::move(data));
+      },
+      [&](int round, int from, std::vector<uint8_t>* data) {
+        return x.recv(from, "table" + std::to_string(round), data);
+      });
 }
 
 }  // namespace
@@ -177,8 +238,7 @@ ncclResult_t joinJob(Store& job, const std::string& prefix, int rank, int nranks
   if (nranks == 1) return ncclSuccess;
   JoinRecord next;
   CHORUS_CHECK(join.record((rank + 1) % nranks, &next));
-  (*mailboxes)[(rank + 1) % nranks] = next.mailbox;
-  return ringMailboxes(mesh, prefix, rank, bound, mailboxes);
+  return mailboxTable(mesh, prefix, rank, next.mailbox, bound, mailboxes);
 }
 
 }  // namespace chorus

@@ -1,6 +1,7 @@
 // Joining a job at ncclCommInitRank (README.md, "Init"): every rank claims
 // its rank in the job's store, the claims and the ranks' nranks are checked,
-// and each rank then learns every rank's mailbox by a ring over the mesh. The
+// and each rank then learns every rank's mailbox over the mesh (pointer
+// doubling from its ring neighbour, then an all-gather: log2(n) rounds). The
 // job's store serves a constant number of requests per rank (linear in the
 // rank count), and nothing after this touches it.
 #pragma once

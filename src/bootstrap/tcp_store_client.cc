@@ -339,7 +339,7 @@ const char* connectErrorText(int err) { return err == 0 ? "none" : strerror(err)
 }  // namespace
 
 ncclResult_t connectTcpStore(const SockAddr& addr, const wire::Secret& secret, int rank, const WaitBound& bound,
-                             std::shared_ptr<Store>* store) {
+                             std::shared_ptr<Store>* store, int64_t refusedForMs) {
   const auto started = Clock::now();
   auto backoff = std::chrono::milliseconds(10);
   int lastErr = 0;
@@ -365,6 +365,9 @@ ncclResult_t connectTcpStore(const SockAddr& addr, const wire::Secret& secret, i
     if (!connectRetryable(err))
       return fail(ncclSystemError, "bootstrap: cannot connect to store server %s: %s", addr.str().c_str(),
                   strerror(err));
+    if (refusedForMs >= 0 && elapsed >= refusedForMs)
+      return fail(ncclRemoteError, "bootstrap: nothing listens at %s any more (%s for %lld ms)", addr.str().c_str(),
+                  strerror(err), static_cast<long long>(elapsed));
     lastErr = err;
     // Nobody listens yet (the serving rank may still be starting): back off and retry.
     auto until = std::min(Clock::now() + backoff, bound.deadline);
