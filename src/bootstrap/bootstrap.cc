@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "bootstrap/mesh.h"
 #include "core/log.h"
 #include "core/result.h"
 
@@ -11,6 +12,30 @@ namespace chorus {
 
 Bootstrap::Bootstrap(std::shared_ptr<Store> store, std::string prefix, int rank, int nranks)
     : store_(std::move(store)), prefix_(std::move(prefix)), rank_(rank), nranks_(nranks) {}
+
+Bootstrap::Bootstrap(std::shared_ptr<Mesh> mesh, std::string prefix, int rank, std::vector<SockAddr> mailboxes)
+    : mesh_(std::move(mesh)),
+      mailboxes_(std::move(mailboxes)),
+      prefix_(std::move(prefix)),
+      rank_(rank),
+      nranks_(static_cast<int>(mailboxes_.size())) {
+  mesh_->join(prefix_);
+}
+
+Bootstrap::~Bootstrap() {
+  if (mesh_) mesh_->leave(prefix_);
+}
+
+std::unique_ptr<Bootstrap> Bootstrap::child(std::string prefix, const std::vector<int>& members) const {
+  int newRank = -1;
+  std::vector<SockAddr> boxes;
+  for (size_t i = 0; i < members.size(); ++i) {
+    if (members[i] == rank_) newRank = static_cast<int>(i);
+    if (mesh_) boxes.push_back(mailboxes_.at(static_cast<size_t>(members[i])));
+  }
+  if (mesh_) return std::make_unique<Bootstrap>(mesh_, std::move(prefix), newRank, std::move(boxes));
+  return std::make_unique<Bootstrap>(store_, std::move(prefix), newRank, static_cast<int>(members.size()));
+}
 
 uint64_t Bootstrap::nextEpoch() {
   std::lock_guard<std::mutex> lock(mu_);
@@ -23,9 +48,13 @@ std::string Bootstrap::epochKey(uint64_t epoch, const std::string& rest) const {
 
 // The tag is length-prefixed and the key ends in ';', so no key is a prefix of
 // another and erasePrefix(key) removes exactly that message.
+std::string Bootstrap::p2pRest(int src, int dst, const std::string& tag, uint64_t seq) {
+  return "p/" + std::to_string(src) + "-" + std::to_string(dst) + "/" + std::to_string(tag.size()) + ":" + tag + "/" +
+         std::to_string(seq);
+}
+
 std::string Bootstrap::p2pKey(int src, int dst, const std::string& tag, uint64_t seq) const {
-  return prefix_ + "p/" + std::to_string(src) + "-" + std::to_string(dst) + "/" + std::to_string(tag.size()) + ":" +
-         tag + "/" + std::to_string(seq) + ";";
+  return prefix_ + p2pRest(src, dst, tag, seq) + ";";
 }
 
 ncclResult_t Bootstrap::checkPeer(int peer, const char* what) const {
@@ -38,6 +67,7 @@ ncclResult_t Bootstrap::checkPeer(int peer, const char* what) const {
 
 ncclResult_t Bootstrap::allGather(const void* mine, size_t bytes, void* all, const WaitBound& bound) {
   CHORUS_CHECK(checkPeer(rank_, "allGather"));
+  if (mesh_) return meshAllGather(mine, bytes, all, bound);
   uint64_t epoch = nextEpoch();
   auto* out = static_cast<uint8_t*>(all);
   const auto* in = static_cast<const uint8_t*>(mine);
@@ -82,6 +112,7 @@ ncclResult_t Bootstrap::arrivedCount(uint64_t epoch, int64_t* arrived) {
 
 ncclResult_t Bootstrap::barrier(const WaitBound& bound) {
   CHORUS_CHECK(checkPeer(rank_, "barrier"));
+  if (mesh_) return meshBarrier(bound);
   uint64_t epoch = nextEpoch();
   if (nranks_ == 1) return ncclSuccess;
   const std::string countKey = epochKey(epoch, "bar/count");
@@ -105,6 +136,7 @@ ncclResult_t Bootstrap::barrier(const WaitBound& bound) {
 
 ncclResult_t Bootstrap::finalizeBarrier(const WaitBound& bound, bool wait, const PeerGoneCheck& peerGone) {
   CHORUS_CHECK(checkPeer(rank_, "barrier"));
+  if (mesh_) return meshFinalizeBarrier(bound, wait, peerGone);
   const uint64_t epoch = nextEpoch();
   if (nranks_ == 1) return ncclSuccess;
   int64_t arrived = 0;
@@ -150,6 +182,7 @@ ncclResult_t Bootstrap::eraseBefore(uint64_t epoch) {
 
 ncclResult_t Bootstrap::broadcast(void* data, size_t bytes, int root, const WaitBound& bound) {
   CHORUS_CHECK(checkPeer(root, "broadcast"));
+  if (mesh_) return meshBroadcast(data, bytes, root, bound);
   uint64_t epoch = nextEpoch();
   if (nranks_ == 1) return ncclSuccess;
   const std::string key = epochKey(epoch, "bc/" + std::to_string(root));
@@ -171,6 +204,7 @@ ncclResult_t Bootstrap::send(int peer, const std::string& tag, std::vector<uint8
     std::lock_guard<std::mutex> lock(mu_);
     seq = sendSeq_[{peer, tag}]++;
   }
+  if (mesh_) return post(peer, p2pRest(rank_, peer, tag, seq), std::move(data), waitBoundLimit(0));
   return store_->set(p2pKey(rank_, peer, tag, seq), std::move(data));
 }
 
@@ -181,6 +215,7 @@ ncclResult_t Bootstrap::recv(int peer, const std::string& tag, std::vector<uint8
     std::lock_guard<std::mutex> lock(mu_);
     seq = recvSeq_[{peer, tag}]++;
   }
+  if (mesh_) return take(peer, p2pRest(peer, rank_, tag, seq), data, bound);
   const std::string key = p2pKey(peer, rank_, tag, seq);
   std::vector<std::vector<uint8_t>> vals;
   CHORUS_CHECK(store_->get({key}, &vals, bound));
@@ -197,13 +232,15 @@ ncclResult_t Bootstrap::tryRecv(int peer, const std::string& tag, std::vector<ui
     std::lock_guard<std::mutex> l(mu_);
     seq = recvSeq_[{peer, tag}];
   }
-  const std::string key = p2pKey(peer, rank_, tag, seq);
+  // Mesh mode: the message waits in this process's mailbox; else in the store.
+  Store& box = mesh_ ? mesh_->local() : *store_;
+  const std::string key = mesh_ ? meshKey(p2pRest(peer, rank_, tag, seq)) : p2pKey(peer, rank_, tag, seq);
   const std::string previous = lastErrorMessage();
   std::vector<std::vector<uint8_t>> vals;
   // A stop condition that is already true ends the wait at once, quietly
   // (failStoreWait's "aborted"), after one look at the key.
   const WaitBound probe{Clock::time_point::max(), nullptr, [] { return true; }};
-  const bool present = store_->get({key}, &vals, probe) == ncclSuccess;
+  const bool present = box.get({key}, &vals, probe) == ncclSuccess;
   restoreLastError(previous);  // an absent message is not an error
   if (!present) return ncclSuccess;
   {
@@ -212,7 +249,7 @@ ncclResult_t Bootstrap::tryRecv(int peer, const std::string& tag, std::vector<ui
   }
   *data = std::move(vals[0]);
   *got = true;
-  return store_->erasePrefix(key);
+  return box.erasePrefix(key);
 }
 
 }  // namespace chorus

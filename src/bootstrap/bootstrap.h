@@ -1,7 +1,9 @@
-// Collective helpers over a store for one communicator's ranks: allGather,
-// barrier, broadcast, and tagged point-to-point messages for transport setup.
+// Collective helpers for one communicator's ranks: allGather, barrier,
+// broadcast, and tagged point-to-point messages for transport setup. Two
+// modes behind one interface:
 //
-// Keys live under the communicator's `prefix`:
+// Store mode (Bootstrap(store, ...)): everything goes through one shared
+// store. Keys live under the communicator's `prefix`:
 //   <prefix>e<epoch>/ag/<rank>        allGather contributions
 //   <prefix>e<epoch>/bar/count|done   barrier counter and release flag
 //   <prefix>e<epoch>/bc/<root>        broadcast payload
@@ -14,6 +16,16 @@
 // are erased by rank 0 after a barrier: when barrier epoch b completes every
 // rank has left every earlier collective, so epochs below b are dead. Barrier
 // cost is O(nranks) store operations (a counter), not an allGather.
+//
+// Mesh mode (Bootstrap(mesh, ...), what communicators use): a message to rank
+// r is written into r's process's mailbox (mesh.h) under
+// <prefix>:<kind><epoch>/.../<src>; and r reads it locally and erases it.
+// allGather is a dissemination (Bruck) all-gather, barrier a dissemination
+// barrier, broadcast a binomial tree: log2(nranks) rounds each, no store that
+// everyone shares, no root doing more than its share. The finalize barrier
+// counts arrivals at rank 0's mailbox; the last to arrive releases every
+// process. Whatever a communicator leaves in a mailbox is erased when its last
+// member in that process is destroyed.
 #pragma once
 
 #include <functional>
@@ -24,13 +36,25 @@
 #include <utility>
 #include <vector>
 
+#include "bootstrap/socket.h"
 #include "bootstrap/store.h"
 
 namespace chorus {
 
+class Mesh;
+
 class Bootstrap {
  public:
   Bootstrap(std::shared_ptr<Store> store, std::string prefix, int rank, int nranks);
+  // Mesh mode: `mailboxes[r]` is where rank r receives.
+  Bootstrap(std::shared_ptr<Mesh> mesh, std::string prefix, int rank, std::vector<SockAddr> mailboxes);
+  ~Bootstrap();
+  Bootstrap(const Bootstrap&) = delete;
+  Bootstrap& operator=(const Bootstrap&) = delete;
+  // A split/shrink child's bootstrap: `members` lists this communicator's
+  // ranks in the child's rank order and includes this rank. Nothing is
+  // exchanged: the child inherits the mailboxes (or the store).
+  std::unique_ptr<Bootstrap> child(std::string prefix, const std::vector<int>& members) const;
 
   // all = nranks*bytes, rank order; `mine` may alias all + rank*bytes.
   ncclResult_t allGather(const void* mine, size_t bytes, void* all, const WaitBound& bound);
@@ -53,7 +77,8 @@ class Bootstrap {
   // for its absence (stall reports poll with it).
   ncclResult_t tryRecv(int peer, const std::string& tag, std::vector<uint8_t>* data, bool* got);
 
-  std::shared_ptr<Store> store() const { return store_; }
+  std::shared_ptr<Store> store() const { return store_; }  // null in mesh mode
+  const std::shared_ptr<Mesh>& mesh() const { return mesh_; }
   const std::string& prefix() const { return prefix_; }
   int rank() const { return rank_; }
   int nranks() const { return nranks_; }
@@ -61,13 +86,25 @@ class Bootstrap {
  private:
   uint64_t nextEpoch();
   std::string epochKey(uint64_t epoch, const std::string& rest) const;
+  static std::string p2pRest(int src, int dst, const std::string& tag, uint64_t seq);
   std::string p2pKey(int src, int dst, const std::string& tag, uint64_t seq) const;
   ncclResult_t checkPeer(int peer, const char* what) const;
   ncclResult_t eraseBefore(uint64_t epoch);
   ncclResult_t arrive(uint64_t epoch, int64_t* arrived);
   ncclResult_t arrivedCount(uint64_t epoch, int64_t* arrived);
+  // Mesh mode (bootstrap_mesh.cc).
+  std::string meshKey(const std::string& rest) const { return prefix_ + ":" + rest + ";"; }
+  ncclResult_t post(int peer, const std::string& rest, std::vector<uint8_t> data, const WaitBound& bound);
+  ncclResult_t take(int from, const std::string& rest, std::vector<uint8_t>* data, const WaitBound& bound);
+  ncclResult_t meshAllGather(const void* mine, size_t bytes, void* all, const WaitBound& bound);
+  ncclResult_t meshBarrier(const WaitBound& bound);
+  ncclResult_t meshFinalizeBarrier(const WaitBound& bound, bool wait, const PeerGoneCheck& peerGone);
+  ncclResult_t meshBroadcast(void* data, size_t bytes, int root, const WaitBound& bound);
+  ncclResult_t releaseFinalize(uint64_t epoch);
 
   const std::shared_ptr<Store> store_;
+  const std::shared_ptr<Mesh> mesh_;
+  const std::vector<SockAddr> mailboxes_;
   const std::string prefix_;
   const int rank_;
   const int nranks_;

@@ -125,12 +125,15 @@ void TcpStoreClient::pump(int timeoutMs) {
     lostWhy = r == 0 ? "the server closed the connection" : std::string("receive failed: ") + strerror(errno);
     break;
   }
+  // Replies that arrived just before the server closed are still answers.
   std::vector<std::pair<uint32_t, Reply>> got;
   size_t off = 0;
-  while (lostWhy.empty() && rx_.size() - off >= wire::kHeaderBytes) {
+  bool garbled = false;
+  while (!garbled && rx_.size() - off >= wire::kHeaderBytes) {
     uint32_t len = wire::readLength(rx_.data() + off);
     if (len > wire::kMaxFrameBytes + 1024 || len < wire::kMinFrameBytes + 1) {
       lostWhy = "protocol error: bad reply length " + std::to_string(len);
+      garbled = true;
       break;
     }
     if (rx_.size() - off - wire::kHeaderBytes < len) break;
@@ -142,6 +145,7 @@ void TcpStoreClient::pump(int timeoutMs) {
     r.u8(&status);
     if (op != static_cast<uint8_t>(Op::Reply)) {
       lostWhy = "protocol error: unexpected frame type " + std::to_string(op);
+      garbled = true;
       break;
     }
     const uint8_t* body = rx_.data() + off + wire::kHeaderBytes + wire::kMinFrameBytes + 1;
@@ -335,7 +339,7 @@ const char* connectErrorText(int err) { return err == 0 ? "none" : strerror(err)
 }  // namespace
 
 ncclResult_t connectTcpStore(const SockAddr& addr, const wire::Secret& secret, int rank, const WaitBound& bound,
-                             std::shared_ptr<Store>* store) {
+                             std::shared_ptr<Store>* store, int64_t refusedForMs) {
   const auto started = Clock::now();
   auto backoff = std::chrono::milliseconds(10);
   int lastErr = 0;
@@ -361,6 +365,9 @@ ncclResult_t connectTcpStore(const SockAddr& addr, const wire::Secret& secret, i
     if (!connectRetryable(err))
       return fail(ncclSystemError, "bootstrap: cannot connect to store server %s: %s", addr.str().c_str(),
                   strerror(err));
+    if (refusedForMs >= 0 && elapsed >= refusedForMs)
+      return fail(ncclRemoteError, "bootstrap: nothing listens at %s any more (%s for %lld ms)", addr.str().c_str(),
+                  strerror(err), static_cast<long long>(elapsed));
     lastErr = err;
     // Nobody listens yet (the serving rank may still be starting): back off and retry.
     auto until = std::min(Clock::now() + backoff, bound.deadline);

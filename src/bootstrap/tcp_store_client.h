@@ -16,9 +16,11 @@
 namespace chorus {
 
 // Connects to the store server at `addr`, retrying while nothing listens there
-// yet (until bound.deadline), and authenticates with `secret`. `rank` only
-// labels the connection in the server's logs.
+// yet (until bound.deadline, or for at most refusedForMs when that is >= 0:
+// for a server known to have listened already), and authenticates with
+// `secret` (within bound.deadline). `rank` only labels the connection in the
+// server's logs.
 ncclResult_t connectTcpStore(const SockAddr& addr, const wire::Secret& secret, int rank, const WaitBound& bound,
-                             std::shared_ptr<Store>* store);
+                             std::shared_ptr<Store>* store, int64_t refusedForMs = -1);
 
 }  // namespace chorus

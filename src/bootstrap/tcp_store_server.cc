@@ -266,7 +266,8 @@ void TcpStoreServer::run() {
   for (auto& [id, c] : conns_) c->dead = true;
   reapDead();
   listenFd_.reset();
-  CHORUS_INFO(kLogBootstrap, "bootstrap: store server at %s stopped", addr_.str().c_str());
+  CHORUS_INFO(kLogBootstrap, "bootstrap: store server at %s stopped after %llu requests", addr_.str().c_str(),
+              static_cast<unsigned long long>(served_.load()));
   finished_.store(true, std::memory_order_release);
 }
 
@@ -347,14 +348,19 @@ void TcpStoreServer::handleFrame(Conn& c, const uint8_t* p, size_t n) {
   uint32_t req = 0;
   r.u8(&op);
   r.u32(&req);
+  served_.fetch_add(1, std::memory_order_relaxed);
   if (!c.authed) return handleHello(c, op, req, r);
   std::string key;
   switch (static_cast<Op>(op)) {
     case Op::Set: {
       std::vector<uint8_t> value;
       if (!r.str(&key) || !r.bytes(&value) || !r.atEnd()) return refuse(c, "malformed set request");
+      // Answered first: a set can wake a local rank that then lets its
+      // process exit, and the answer must not be lost with it. Nothing can
+      // observe the gap: this thread applies the set before its next frame.
+      reply(c, wire::Writer(Op::Reply, req).u8(static_cast<uint8_t>(Status::Ok)).finish());
       data_->set(key, std::move(value));
-      return reply(c, wire::Writer(Op::Reply, req).u8(static_cast<uint8_t>(Status::Ok)).finish());
+      return;
     }
     case Op::Get:
       return handleGet(c, req, r);

@@ -58,6 +58,8 @@ class TcpStoreServer : public std::enable_shared_from_this<TcpStoreServer> {
   void stop();
   bool finished() const { return finished_.load(std::memory_order_acquire); }
   uint64_t refusedConnections() const { return refused_.load(std::memory_order_relaxed); }
+  // Requests answered for TCP clients (hellos included): the root's work.
+  uint64_t requestsServed() const { return served_.load(std::memory_order_relaxed); }
   int tcpClients() const;
   MemStore& data() { return *data_; }
 
@@ -107,6 +109,7 @@ class TcpStoreServer : public std::enable_shared_from_this<TcpStoreServer> {
   Clock::time_point lastRemoteFrame_{};  // last bytes from an authenticated client
   std::atomic<bool> finished_{false};
   std::atomic<uint64_t> refused_{0};
+  std::atomic<uint64_t> served_{0};
 };
 
 }  // namespace chorus

@@ -66,7 +66,6 @@ struct ncclComm {
   chorus::CommIdentity id;
   chorus::CommConfig config;
 
-  std::shared_ptr<chorus::Store> store;
   std::unique_ptr<chorus::Bootstrap> bootstrap;
   std::unique_ptr<chorus::ConnectionTable> conns;
   // The machines the ranks run on (built at init, immutable afterwards).

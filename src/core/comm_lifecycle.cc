@@ -1,12 +1,14 @@
 // Communicator lifecycle.
 //
-// Every creation path ends in initMembers(): given a store, a key prefix that
-// is unique to the new communicator, and this rank's position, it sets up the
-// bootstrap, exchanges PeerInfo with an all-gather and creates the (empty)
-// connection table; connectors are made lazily by the first operation that
-// needs them. A creation runs inline (blocking), where the caller's
-// DeferRendezvous puts it (inside a group: at ncclGroupEnd), or on a
-// background thread (config.blocking = 0, polled through
+// Every creation path ends in initMembers(): a new communicator joins the job
+// through the unique id's store (claims its rank, learns every rank's
+// mailbox: bootstrap/mesh_join.h); a split/shrink child already has its
+// bootstrap, derived from the parent's without any exchange. initMembers then
+// exchanges PeerInfo with an all-gather and creates the (empty) connection
+// table; connectors are made lazily by the first operation that needs them. A
+// creation runs inline (blocking), where the caller's DeferRendezvous puts it
+// (inside a group: at ncclGroupEnd), or on a background thread
+// (config.blocking = 0, polled through
 // ncclCommGetAsyncError). This file knows nothing of groups: the API layer,
 // which does, passes the group's queue in (docs/architecture.md, "Layers").
 #include "core/comm_lifecycle.h"
@@ -21,6 +23,8 @@
 #include <vector>
 
 #include "bootstrap/bootstrap.h"
+#include "bootstrap/mesh.h"
+#include "bootstrap/mesh_join.h"
 #include "bootstrap/unique_id.h"
 #include "core/comm.h"
 #include "core/comm_finalize.h"
@@ -40,9 +44,8 @@ namespace chorus {
 namespace {
 
 struct MemberSpec {
-  std::shared_ptr<Store> store;  // null: connect from `id`
+  bool fromId = false;  // join the job named by `id`; else comm->bootstrap is set already
   ncclUniqueId id{};
-  std::string prefix;
   int rank = 0;
   int nranks = 0;
 };
@@ -100,19 +103,30 @@ ncclResult_t exchangePeers(ncclComm* comm, const WaitBound& bound) {
   return topo::buildCommTopology(comm, topoRecords, bound);
 }
 
+// Joins the job through the id's store, then talks rank to rank (mesh.h).
+ncclResult_t joinFromId(ncclComm* comm, const MemberSpec& spec, const WaitBound& bound, std::shared_ptr<Store>* job) {
+  UniqueIdInfo info;
+  CHORUS_CHECK(decodeUniqueId(spec.id, &info));
+  CHORUS_CHECK(connectStore(spec.id, spec.rank, bound, job));
+  std::shared_ptr<Mesh> mesh;
+  CHORUS_CHECK(Mesh::open(info.secret, info.addr, &mesh));
+  const std::string prefix = "c" + std::to_string(hashBytes(&spec.id, sizeof(spec.id))) + "/";
+  std::vector<SockAddr> mailboxes;
+  CHORUS_CHECK(joinJob(**job, prefix, spec.rank, spec.nranks, *mesh, bound, &mailboxes));
+  comm->bootstrap = std::make_unique<Bootstrap>(std::move(mesh), prefix, spec.rank, std::move(mailboxes));
+  return ncclSuccess;
+}
+
 ncclResult_t initMembers(ncclComm* comm, MemberSpec spec) {
   // Init may run on a thread of the library (a group's init, a non-blocking
   // init): make the communicator's device current there. On the caller's
   // thread it already is (newComm took it from there).
   if (!comm->id.hostMode) CHORUS_CHECK(gpu::selectDevice(comm->id.cudaDev));
   WaitBound bound = waitBoundLimit(comm->config.initTimeoutMs, &comm->abortFlag);
-  if (!spec.store) {
-    CHORUS_CHECK(connectStore(spec.id, spec.rank, bound, &spec.store));
-    spec.prefix = "c" + std::to_string(hashBytes(&spec.id, sizeof(spec.id))) + "/";
-  }
-  comm->store = spec.store;
-  comm->id.commHash = hashBytes(spec.prefix.data(), spec.prefix.size());
-  comm->bootstrap = std::make_unique<Bootstrap>(spec.store, spec.prefix, spec.rank, spec.nranks);
+  std::shared_ptr<Store> job;  // held until init is done: a process that serves it may exit after that
+  if (spec.fromId) CHORUS_CHECK(joinFromId(comm, spec, bound, &job));
+  const std::string& prefix = comm->bootstrap->prefix();
+  comm->id.commHash = hashBytes(prefix.data(), prefix.size());
   CHORUS_CHECK(exchangePeers(comm, bound));
   if (!comm->id.hostMode) CHORUS_CHECK(gpu::commSetup(comm));  // sizes channels: before the graph search
   CHORUS_CHECK(setupCommGraph(comm));
@@ -187,6 +201,7 @@ ncclResult_t commInitRank(ncclComm_t* out, int nranks, const ncclUniqueId& id, i
   ncclComm* comm = nullptr;
   CHORUS_CHECK(newComm(rank, nranks, cfg, nullptr, &comm));
   MemberSpec spec;
+  spec.fromId = true;
   spec.id = id;
   spec.rank = rank;
   spec.nranks = nranks;
@@ -216,11 +231,13 @@ ncclResult_t commSplit(ncclComm* parent, int color, int key, ncclComm_t* out, co
                    [](const Entry& a, const Entry& b) { return a.key != b.key ? a.key < b.key : a.rank < b.rank; });
   int newRank = 0;
   while (members[newRank].rank != parent->id.rank) ++newRank;
+  std::vector<int> order;
+  for (const Entry& e : members) order.push_back(e.rank);
   ncclComm* comm = nullptr;
   CHORUS_CHECK(newComm(newRank, static_cast<int>(members.size()), cfg, parent, &comm));
+  comm->bootstrap = parent->bootstrap->child(
+      parent->bootstrap->prefix() + "s" + std::to_string(child) + "." + std::to_string(color) + "/", order);
   MemberSpec spec;
-  spec.store = parent->store;
-  spec.prefix = parent->bootstrap->prefix() + "s" + std::to_string(child) + "." + std::to_string(color) + "/";
   spec.rank = newRank;
   spec.nranks = static_cast<int>(members.size());
   return launchInit(comm, spec, defer, out);
@@ -244,10 +261,12 @@ ncclResult_t commShrink(ncclComm* parent, const int* exclude, int nexclude, nccl
     std::lock_guard<std::mutex> wait(parent->opMutex);
   }
   int newRank = 0, newN = 0;
+  std::vector<int> survivors;
   for (int r = 0; r < parent->id.nranks; ++r) {
     if (gone[r]) continue;
     if (r < parent->id.rank) ++newRank;
     ++newN;
+    survivors.push_back(r);
   }
   int child = 0;
   {
@@ -256,9 +275,9 @@ ncclResult_t commShrink(ncclComm* parent, const int* exclude, int nexclude, nccl
   }
   ncclComm* comm = nullptr;
   CHORUS_CHECK(newComm(newRank, newN, cfg, parent, &comm));
+  comm->bootstrap =
+      parent->bootstrap->child(parent->bootstrap->prefix() + "k" + std::to_string(child) + "/", survivors);
   MemberSpec spec;
-  spec.store = parent->store;
-  spec.prefix = parent->bootstrap->prefix() + "k" + std::to_string(child) + "/";
   spec.rank = newRank;
   spec.nranks = newN;
   return launchInit(comm, spec, defer, out);

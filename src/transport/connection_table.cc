@@ -1,11 +1,17 @@
 #include "transport/connection_table.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <string>
 
 #include "core/result.h"
 
 namespace chorus {
+namespace {
+constexpr int64_t kUndeliveredGraceMs = 2000;
+}  // namespace
+
 const char* connClassName(ConnClass c) {
   switch (c) {
     case ConnClass::Ring: return "ring";
@@ -60,7 +66,11 @@ ncclResult_t ConnectionTable::requestRecv(const ConnKey& key, uint32_t slotBytes
   FifoEnd end;
   std::vector<uint8_t> handle;
   CHORUS_CHECK(t->createRecv(req, peer, &end, &handle));
-  CHORUS_CHECK(bootstrap_->send(key.peer, tagOf(key, key.peer, rank_), std::move(handle)));
+  if (ncclResult_t sent = bootstrap_->send(key.peer, tagOf(key, key.peer, rank_), std::move(handle));
+      sent != ncclSuccess) {
+    if (undeliveredCode_ == ncclSuccess) undeliveredCode_ = sent;
+    undelivered_ += (undelivered_.empty() ? "" : "; ") + std::string(lastErrorMessage());
+  }
   CHORUS_TRACE(kLogInit, "%s: receiver via %s", req.label.c_str(), t->name());
   auto conn = std::make_unique<RecvConnector>(std::move(end));
   *out = conn.get();
@@ -81,7 +91,22 @@ ncclResult_t ConnectionTable::requestSend(const ConnKey& key, uint32_t slotBytes
   return ncclSuccess;
 }
 
+// With a receiver handle undelivered the connection cannot work, but the
+// senders' waits still run, briefly: they watch the peers, so the rank that
+// died first is named even when the undelivered handle was for a rank that
+// failed because of it (and left).
 ncclResult_t ConnectionTable::connectAll(const WaitBound& bound) {
+  if (undeliveredCode_ == ncclSuccess) return connectPending(bound);
+  WaitBound brief = bound;
+  brief.deadline = std::min(bound.deadline, Clock::now() + std::chrono::milliseconds(kUndeliveredGraceMs));
+  if (connectPending(brief) == ncclSuccess)
+    return fail(undeliveredCode_, "rank %d: could not announce receivers: %s", rank_, undelivered_.c_str());
+  const std::string then = lastErrorMessage();
+  return fail(undeliveredCode_, "rank %d: could not announce receivers: %s (then: %s)", rank_, undelivered_.c_str(),
+              then.c_str());
+}
+
+ncclResult_t ConnectionTable::connectPending(const WaitBound& bound) {
   while (!pending_.empty()) {
     PendingSend p = pending_.back();
     const PeerInfo& peer = peers_[p.key.peer];

@@ -28,8 +28,9 @@ class ConnectionTable final : public ConnectorSource {
   ncclResult_t requestRecv(const ConnKey& key, uint32_t slotBytes, uint32_t nslots, RecvConnector** out) override;
   ncclResult_t requestSend(const ConnKey& key, uint32_t slotBytes, uint32_t nslots, SendConnector** out) override;
   ncclResult_t connectAll(const WaitBound& bound);
-  // Whether a requested sender still waits for connectAll().
-  bool hasPending() const { return !pending_.empty(); }
+  // Whether a requested sender still waits for connectAll() (or connectAll
+  // has an undelivered receiver handle to report).
+  bool hasPending() const { return !pending_.empty() || undeliveredCode_ != ncclSuccess; }
   // Fails (with the mover's code and message, naming the peer) if the
   // connector's data is moved by a proxy whose link broke. Called by the
   // executor for the connectors it waits on.
@@ -63,6 +64,7 @@ class ConnectionTable final : public ConnectorSource {
     ConnKey key;
     ConnRequest req;
   };
+  ncclResult_t connectPending(const WaitBound& bound);
   std::string tagOf(const ConnKey& key, int from, int to) const;
   ConnRequest requestFor(const ConnKey& key, int from, int to, uint32_t slotBytes, uint32_t nslots) const;
 
@@ -74,6 +76,10 @@ class ConnectionTable final : public ConnectorSource {
   std::map<ConnKey, std::unique_ptr<RecvConnector>> recvs_;
   std::map<ConnKey, std::unique_ptr<SendConnector>> sends_;
   std::vector<PendingSend> pending_;
+  // Receiver handles that could not be sent (their peers' processes are
+  // gone), every such peer named; connectAll reports them.
+  ncclResult_t undeliveredCode_ = ncclSuccess;
+  std::string undelivered_;
 };
 
 }  // namespace chorus
