@@ -227,9 +227,9 @@ TEST_P(DeadPeerWithoutLimit, IsReportedQuicklyNamingIt) {
         if (!RANK_OK(ctx, ncclCommInitRank(&comm, ctx.nranks, ctx.id, ctx.rank))) return;
         if (!dc.beforeConnect && !checkedAllReduce(ctx, comm, "warm-up AllReduce")) return;
         if (ctx.rank == victim) {
-          // Let the others leave the warm-up first: the executor counts any
-          // exited peer process as a failure of the running call, even one
-          // that already sent all it owed (docs/reliability.md, known limits).
+          // Let the others leave the warm-up first, so the death lands in
+          // the measured call (a peer that exits right after its part of the
+          // warm-up would rightly not fail it: failure_exit_test.cc).
           if (!dc.beforeConnect) std::this_thread::sleep_for(std::chrono::milliseconds(1000));
           _exit(42);
         }
