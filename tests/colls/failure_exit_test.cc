@@ -3,11 +3,12 @@
 // that call, as long as what they need from it is already delivered
 // (docs/reliability.md, src/host/dead_peer.h); a peer that exits before it
 // delivered still fails them promptly, naming it. Processes over shm:
-//   * FinishedPeer: rank 1 sends (a message that fits the FIFO, received
-//     after the sender is gone; one much larger than the FIFO, whose last
-//     pieces are still in it), takes part in a Reduce to root 0, or in a
-//     three-rank AllReduce, and _exits the moment its call returns: the
-//     others succeed with the right data.
+//   * FinishedPeer: three ranks; rank 1 sends to rank 0 (a message that fits
+//     the FIFO, or one much larger whose last pieces are still in it), takes
+//     part in a Reduce to root 0 or in an AllReduce, and _exits the moment
+//     its call returns; rank 0 receives, in the same group, a message rank 2
+//     sends 500 ms after its part, so it waits idle (and checks its peers)
+//     after rank 1 has gone. The others succeed with the right data.
 //   * DeadBeforeSending: rank 1 _exits instead of sending: rank 0's receive
 //     fails with ncclRemoteError naming rank 1 within 2 s.
 #include <unistd.h>
@@ -35,10 +36,12 @@ struct FinishCase {
   const char* name;
 };
 
-int ranksOf(Call c) { return c == Call::AllReduce3 ? 3 : 2; }
 size_t countOf(Call c) {
   return c == Call::LargeSend ? size_t(4) << 20 : size_t(1) << 12;
 }  // floats; 16 MiB is several FIFOs
+
+constexpr int kRanks = 3, kLeaver = 1, kLate = 2;
+constexpr int kLateMs = 500;  // rank 2 calls this much later, so rank 0 waits idle after the leaver has gone
 
 RunOptions shmOptions() {
   RunOptions opts;
@@ -50,16 +53,16 @@ RunOptions shmOptions() {
 
 float valueAt(int rank, size_t i) { return static_cast<float>((rank + 1) * 1000 + static_cast<int>(i % 997)); }
 
-// The call of case `c` on this rank; the leaver _exits as soon as it returns.
-ncclResult_t runCall(RankCtx& ctx, ncclComm_t comm, Call c, std::vector<float>& buf) {
+bool isSend(Call c) { return c == Call::SmallSend || c == Call::LargeSend; }
+
+// This rank's part of case `c`: for the sends, rank 1 sends to rank 0.
+ncclResult_t part(RankCtx& ctx, ncclComm_t comm, Call c, std::vector<float>& buf) {
   const size_t n = buf.size();
   switch (c) {
     case Call::SmallSend:
     case Call::LargeSend:
-      if (ctx.rank == 1) return ncclSend(buf.data(), n, ncclFloat32, 0, comm, nullptr);
-      // The small message is taken only after its sender has gone.
-      if (c == Call::SmallSend) std::this_thread::sleep_for(std::chrono::milliseconds(400));
-      return ncclRecv(buf.data(), n, ncclFloat32, 1, comm, nullptr);
+      if (ctx.rank == kLeaver) return ncclSend(buf.data(), n, ncclFloat32, 0, comm, nullptr);
+      return ctx.rank == 0 ? ncclRecv(buf.data(), n, ncclFloat32, kLeaver, comm, nullptr) : ncclSuccess;
     case Call::Reduce:
       return ncclReduce(buf.data(), buf.data(), n, ncclFloat32, ncclSum, 0, comm, nullptr);
     case Call::AllReduce3:
@@ -68,20 +71,51 @@ ncclResult_t runCall(RankCtx& ctx, ncclComm_t comm, Call c, std::vector<float>& 
   return ncclInternalError;
 }
 
-float expected(Call c, int nranks, size_t i) {
-  if (c == Call::SmallSend || c == Call::LargeSend) return valueAt(1, i);
+// Rank 0 runs its part in one group with a receive (into `late`) of what
+// rank 2 sends kLateMs after its own part: rank 0 is still waiting, idle,
+// when rank 1 has finished and gone.
+ncclResult_t runCall(RankCtx& ctx, ncclComm_t comm, Call c, std::vector<float>& buf, std::vector<float>& late) {
+  if (ctx.rank == kLeaver) return part(ctx, comm, c, buf);
+  if (ctx.rank == kLate) {
+    if (ncclResult_t r = part(ctx, comm, c, buf); r != ncclSuccess) return r;
+    std::this_thread::sleep_for(std::chrono::milliseconds(kLateMs));
+    return ncclSend(late.data(), late.size(), ncclFloat32, 0, comm, nullptr);
+  }
+  ncclGroupStart();
+  part(ctx, comm, c, buf);
+  ncclRecv(late.data(), late.size(), ncclFloat32, kLate, comm, nullptr);
+  return ncclGroupEnd();
+}
+
+float expected(Call c, size_t i) {
+  if (isSend(c)) return valueAt(kLeaver, i);
   float sum = 0;
-  for (int r = 0; r < nranks; ++r) sum += valueAt(r, i);
+  for (int r = 0; r < kRanks; ++r) sum += valueAt(r, i);
   return sum;
+}
+
+// Whether this rank holds what it must after the call.
+bool checkResult(RankCtx& ctx, Call c, const std::vector<float>& got, const std::vector<float>& late) {
+  if (ctx.rank == kLate || (ctx.rank != 0 && c != Call::AllReduce3)) return true;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (got[i] == expected(c, i)) continue;
+    ctx.fail("rank %d: element %zu is %g, expected %g", ctx.rank, i, got[i], expected(c, i));
+    return false;
+  }
+  for (size_t i = 0; ctx.rank == 0 && i < late.size(); ++i) {
+    if (late[i] == valueAt(kLate, i)) continue;
+    ctx.fail("rank 0: element %zu of rank 2's message is %g, expected %g", i, late[i], valueAt(kLate, i));
+    return false;
+  }
+  return true;
 }
 
 class FinishedPeer : public ::testing::TestWithParam<FinishCase> {};
 
 TEST_P(FinishedPeer, ExitsAtOnceAndTheOthersSucceed) {
   const Call c = GetParam().call;
-  const int n = ranksOf(c), leaver = 1;
   auto outcomes = runProcessesRaw(
-      n,
+      kRanks,
       [&](RankCtx& ctx) {
         ncclComm_t comm = nullptr;
         if (!RANK_OK(ctx, ncclCommInitRank(&comm, ctx.nranks, ctx.id, ctx.rank))) return;
@@ -89,27 +123,23 @@ TEST_P(FinishedPeer, ExitsAtOnceAndTheOthersSucceed) {
         std::vector<float> warm(16, 1.0f);
         if (!RANK_OK(ctx, ncclAllReduce(warm.data(), warm.data(), warm.size(), ncclFloat32, ncclSum, comm, nullptr)))
           return;
-        std::vector<float> buf(countOf(c));
+        std::vector<float> buf(countOf(c)), late(1 << 10);
         for (size_t i = 0; i < buf.size(); ++i) buf[i] = valueAt(ctx.rank, i);
-        const ncclResult_t res = runCall(ctx, comm, c, buf);
-        if (ctx.rank == leaver) _exit(res == ncclSuccess ? kExitCode : 1);
-        if (res != ncclSuccess) {
+        for (size_t i = 0; i < late.size(); ++i) late[i] = ctx.rank == kLate ? valueAt(kLate, i) : 0.0f;
+        const ncclResult_t res = runCall(ctx, comm, c, buf, late);
+        if (ctx.rank == kLeaver) _exit(res == ncclSuccess ? kExitCode : 1);
+        if (res != ncclSuccess)
           ctx.fail("rank %d: %s failed after the peer left: %s (%s)", ctx.rank, GetParam().name,
                    ncclGetErrorString(res), ncclGetLastError(nullptr));
-        } else if (ctx.rank == 0 || c == Call::AllReduce3) {
-          for (size_t i = 0; i < buf.size(); ++i) {
-            if (buf[i] == expected(c, n, i)) continue;
-            ctx.fail("rank %d: element %zu is %g, expected %g", ctx.rank, i, buf[i], expected(c, n, i));
-            break;
-          }
-        }
+        else
+          checkResult(ctx, c, buf, late);
         ncclCommAbort(comm);  // destroy would wait for the leaver to finalize
       },
       shmOptions());
-  ASSERT_EQ(outcomes.size(), static_cast<size_t>(n));
-  for (int r = 0; r < n; ++r) {
+  ASSERT_EQ(outcomes.size(), static_cast<size_t>(kRanks));
+  for (int r = 0; r < kRanks; ++r) {
     const ProcessOutcome& o = outcomes[static_cast<size_t>(r)];
-    const int code = r == leaver ? kExitCode : 0;
+    const int code = r == kLeaver ? kExitCode : 0;
     EXPECT_TRUE(o.exited && o.exitCode == code && o.messages.empty()) << "rank " << r << ": " << o.describe();
   }
 }
