@@ -11,11 +11,13 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <mutex>
 #include <set>
 
+#include "core/params.h"
 #include "core/result.h"
 
 namespace chorus {
@@ -34,8 +36,7 @@ void SockAddr::setPort(uint16_t p) {
 }
 
 bool SockAddr::isLoopback() const {
-  if (family() == AF_INET)
-    return (ntohl(reinterpret_cast<const sockaddr_in*>(&storage)->sin_addr.s_addr) >> 24) == 127;
+  if (family() == AF_INET) return (ntohl(reinterpret_cast<const sockaddr_in*>(&storage)->sin_addr.s_addr) >> 24) == 127;
   if (family() == AF_INET6) return IN6_IS_ADDR_LOOPBACK(&reinterpret_cast<const sockaddr_in6*>(&storage)->sin6_addr);
   return false;
 }
@@ -93,8 +94,7 @@ ncclResult_t parseHostPort(const std::string& text, SockAddr* out) {
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* res = nullptr;
   int rc = getaddrinfo(host.c_str(), nullptr, &hints, &res);
-  if (rc != 0)
-    return fail(ncclInvalidArgument, "bootstrap: cannot resolve '%s': %s", host.c_str(), gai_strerror(rc));
+  if (rc != 0) return fail(ncclInvalidArgument, "bootstrap: cannot resolve '%s': %s", host.c_str(), gai_strerror(rc));
   const addrinfo* pick = nullptr;
   for (const addrinfo* ai = res; ai != nullptr; ai = ai->ai_next) {
     if (ai->ai_family == AF_INET) {
@@ -364,9 +364,29 @@ void ForkClosedFd::reset() {
 
 // ---- Sockets --------------------------------------------------------------------------
 
-void setNoDelay(int fd) {
-  int one = 1;
-  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+namespace {
+
+// Keepalive probes on an idle stream: the first after this long, then this
+// often; TCP_USER_TIMEOUT (CHORUS_TCP_DEAD_PEER_MS) decides when unanswered
+// probes or unacknowledged data end the connection.
+constexpr int kKeepaliveIdleS = 1;
+constexpr int kKeepaliveIntervalS = 1;
+
+void setIntOption(int fd, int level, int name, int value) { setsockopt(fd, level, name, &value, sizeof(value)); }
+
+}  // namespace
+
+void setStreamOptions(int fd) {
+  setIntOption(fd, IPPROTO_TCP, TCP_NODELAY, 1);
+  const int64_t deadMs = params::tcpDeadPeerMs();
+  if (deadMs <= 0) return;
+  const int userTimeoutMs = static_cast<int>(std::min<int64_t>(deadMs, INT32_MAX));
+  setIntOption(fd, SOL_SOCKET, SO_KEEPALIVE, 1);
+  setIntOption(fd, IPPROTO_TCP, TCP_KEEPIDLE, kKeepaliveIdleS);
+  setIntOption(fd, IPPROTO_TCP, TCP_KEEPINTVL, kKeepaliveIntervalS);
+  // Enough probes to outlast the user timeout, which then ends the connection.
+  setIntOption(fd, IPPROTO_TCP, TCP_KEEPCNT, std::max(1, userTimeoutMs / 1000 / kKeepaliveIntervalS + 1));
+  setIntOption(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, userTimeoutMs);
 }
 
 ncclResult_t listenSocket(const SockAddr& addr, ForkClosedFd* fd, SockAddr* bound) {
@@ -375,7 +395,8 @@ ncclResult_t listenSocket(const SockAddr& addr, ForkClosedFd* fd, SockAddr* boun
   int one = 1;
   setsockopt(s.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
   if (bind(s.get(), addr.sa(), addr.len) != 0)
-    return fail(ncclSystemError, "bootstrap: cannot listen on %s: bind failed: %s", addr.str().c_str(), strerror(errno));
+    return fail(ncclSystemError, "bootstrap: cannot listen on %s: bind failed: %s", addr.str().c_str(),
+                strerror(errno));
   if (listen(s.get(), SOMAXCONN) != 0)
     return fail(ncclSystemError, "bootstrap: listen on %s failed: %s", addr.str().c_str(), strerror(errno));
   *bound = SockAddr{};
@@ -415,7 +436,7 @@ int connectOnce(const SockAddr& addr, const WaitBound& bound, ForkClosedFd* fd) 
     if (getsockopt(s.get(), SOL_SOCKET, SO_ERROR, &err, &len) != 0) return errno;
     if (err != 0) return err;
   }
-  setNoDelay(s.get());
+  setStreamOptions(s.get());
   *fd = std::move(s);
   return 0;
 }

@@ -290,7 +290,7 @@ void TcpStoreServer::acceptAll() {
     c->fd = ForkClosedFd(fd);
     c->peer = peer.str();
     c->opened = c->lastRecv = Clock::now();
-    setNoDelay(fd);
+    setStreamOptions(fd);
     CHORUS_TRACE(kLogBootstrap, "bootstrap: store server at %s: connection from %s", addr_.str().c_str(),
                  c->peer.c_str());
     conns_.emplace(c->id, std::move(c));

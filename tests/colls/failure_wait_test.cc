@@ -1,8 +1,9 @@
 // Waits on a live peer have no limit by default (docs/reliability.md):
 //   * LatePeer: a rank that calls the AllReduce 25 s after the others, with
 //     default settings, over shm and over sockets: every rank succeeds.
-//   * StoppedPeer: a rank SIGSTOPped for 30 s in the middle of a run of
-//     AllReduces, then SIGCONTed: every rank succeeds.
+//   * StoppedPeer: a rank SIGSTOPped for 30 s (shm) or 12 s (sockets, past
+//     CHORUS_TCP_DEAD_PEER_MS) in the middle of a run of AllReduces, then
+//     SIGCONTed: every rank succeeds.
 //   * TimeoutValues: CHORUS_TIMEOUT_MS / CHORUS_INIT_TIMEOUT_MS of 0, -1 and
 //     INT64_MAX mean "no limit": init and a run work.
 //   * DeadPeerWithoutLimit: with no limit a peer process that exits (after
@@ -10,7 +11,7 @@
 //   * OptInTimeout: CHORUS_TIMEOUT_MS=2000 with a peer process that never
 //     calls: the others fail with ncclRemoteError naming it, after ~2 s.
 // The two long waits can be shortened locally with CHORUS_TEST_LATE_PEER_S and
-// CHORUS_TEST_STOP_S (seconds); CI runs the defaults (25 and 30).
+// CHORUS_TEST_STOP_S (seconds); CI runs the defaults (25, and 30 or 12).
 #include <signal.h>
 #include <unistd.h>
 
@@ -115,13 +116,24 @@ void stopMeFor(int stopS) {
   raise(SIGSTOP);
 }
 
-TEST(StoppedPeer, SigStopThenSigContAndEveryoneSucceeds) {
-  const int stopS = secondsFromEnv("CHORUS_TEST_STOP_S", 30);
+// Shm: 30 s. Sockets: 12 s, longer than CHORUS_TCP_DEAD_PEER_MS (7 s): a
+// stopped process's kernel still acknowledges data and keepalive probes, so
+// TCP's own liveness check must not call it dead.
+struct StopCase {
+  bool sockets;
+  int defaultS;
+};
+
+class StoppedPeer : public ::testing::TestWithParam<StopCase> {};
+
+TEST_P(StoppedPeer, SigStopThenSigContAndEveryoneSucceeds) {
+  const int stopS = secondsFromEnv("CHORUS_TEST_STOP_S", GetParam().defaultS);
   const int n = 3, victim = 2;
   RunOptions opts;
   opts.initComms = false;
   opts.timeoutMs = (stopS + 60) * 1000;
-  opts.env = defaultsWith(false);
+  opts.env = defaultsWith(GetParam().sockets);
+  opts.env.emplace_back("CHORUS_TCP_DEAD_PEER_MS", "");
   runProcesses(
       n,
       [&](RankCtx& ctx) {
@@ -141,6 +153,11 @@ TEST(StoppedPeer, SigStopThenSigContAndEveryoneSucceeds) {
       },
       opts);
 }
+
+INSTANTIATE_TEST_SUITE_P(Transports, StoppedPeer, ::testing::Values(StopCase{false, 30}, StopCase{true, 12}),
+                         [](const ::testing::TestParamInfo<StopCase>& info) {
+                           return std::string(info.param.sockets ? "Socket" : "Shm");
+                         });
 
 class TimeoutValues : public ::testing::TestWithParam<const char*> {};
 

@@ -174,7 +174,7 @@ void acceptQueued(ListenComm& lc) {
     int fd = accept4(lc.fd.get(), ps.from.sa(), &ps.from.len, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) return;
     ps.fd = ForkClosedFd(fd);
-    setNoDelay(fd);
+    setStreamOptions(fd);
     lc.pending.push_back(std::move(ps));
   }
 }
