@@ -60,9 +60,9 @@ ncclResult_t reportNoSpace(const std::string& path, size_t bytes, int err) {
   unsigned long long freeMiB = 0;
   if (statvfs(dir.c_str(), &vfs) == 0) freeMiB = (unsigned long long)vfs.f_bavail * vfs.f_frsize >> 20;
   return fail(ncclSystemError,
-              "shm: cannot reserve %zu KiB in %s (%s; %llu MiB free). Enlarge it (e.g. docker run --shm-size=1g), "
-              "point CHORUS_SHM_DIR at a larger tmpfs, or lower CHORUS_SLOTS / CHORUS_SLOT_BYTES",
-              bytes >> 10, dir.c_str(), strerror(err), freeMiB);
+              "shm: %s%s: cannot reserve a %zu KiB segment (%s; %llu MiB free). Enlarge it (e.g. docker run "
+              "--shm-size=1g), point CHORUS_SHM_DIR at a larger tmpfs, or lower CHORUS_SLOTS / CHORUS_SLOT_BYTES",
+              dir.c_str(), err == ENOSPC ? " is full" : "", bytes >> 10, strerror(err), freeMiB);
 }
 
 FifoEnd viewOf(const std::shared_ptr<void>& mem, int peer, int peerPid) {
