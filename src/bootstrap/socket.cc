@@ -36,7 +36,8 @@ void SockAddr::setPort(uint16_t p) {
 }
 
 bool SockAddr::isLoopback() const {
-  if (family() == AF_INET) return (ntohl(reinterpret_cast<const sockaddr_in*>(&storage)->sin_addr.s_addr) >> 24) == 127;
+  if (family() == AF_INET)
+    return (ntohl(reinterpret_cast<const sockaddr_in*>(&storage)->sin_addr.s_addr) >> 24) == 127;
   if (family() == AF_INET6) return IN6_IS_ADDR_LOOPBACK(&reinterpret_cast<const sockaddr_in6*>(&storage)->sin6_addr);
   return false;
 }
@@ -94,7 +95,8 @@ ncclResult_t parseHostPort(const std::string& text, SockAddr* out) {
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* res = nullptr;
   int rc = getaddrinfo(host.c_str(), nullptr, &hints, &res);
-  if (rc != 0) return fail(ncclInvalidArgument, "bootstrap: cannot resolve '%s': %s", host.c_str(), gai_strerror(rc));
+  if (rc != 0)
+    return fail(ncclInvalidArgument, "bootstrap: cannot resolve '%s': %s", host.c_str(), gai_strerror(rc));
   const addrinfo* pick = nullptr;
   for (const addrinfo* ai = res; ai != nullptr; ai = ai->ai_next) {
     if (ai->ai_family == AF_INET) {
@@ -395,8 +397,7 @@ ncclResult_t listenSocket(const SockAddr& addr, ForkClosedFd* fd, SockAddr* boun
   int one = 1;
   setsockopt(s.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
   if (bind(s.get(), addr.sa(), addr.len) != 0)
-    return fail(ncclSystemError, "bootstrap: cannot listen on %s: bind failed: %s", addr.str().c_str(),
-                strerror(errno));
+    return fail(ncclSystemError, "bootstrap: cannot listen on %s: bind failed: %s", addr.str().c_str(), strerror(errno));
   if (listen(s.get(), SOMAXCONN) != 0)
     return fail(ncclSystemError, "bootstrap: listen on %s failed: %s", addr.str().c_str(), strerror(errno));
   *bound = SockAddr{};
