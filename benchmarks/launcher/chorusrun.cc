@@ -22,10 +22,12 @@
 // core of its own (launcher/cpu_binding.h says why). If a child fails, the others are
 // terminated (SIGTERM, then SIGKILL after a grace period) and chorusrun exits
 // with the first failure's status (128 + signal number for a child killed by
-// a signal).
+// a signal). If chorusrun itself dies, even by SIGKILL, the kernel kills its
+// children (PR_SET_PDEATHSIG), so no rank is left spinning.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -194,8 +196,19 @@ std::vector<std::vector<int>> bindingPlan(const Args& a) {
   return plan;
 }
 
+// The child dies with chorusrun (even a kill -9 of it, which nothing could
+// forward): PR_SET_PDEATHSIG, kept across exec. If chorusrun died between
+// fork() and prctl() the signal would never come: then the parent is no
+// longer `launcher`, and the child leaves at once.
+void dieWithLauncher(pid_t launcher) {
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
+    std::fprintf(stderr, "chorusrun: PR_SET_PDEATHSIG failed: %s\n", std::strerror(errno));
+  if (getppid() != launcher) std::_Exit(128 + SIGKILL);
+}
+
 [[noreturn]] void execChild(const Args& a, int local, const std::string& commId, const std::vector<int>& cpus,
-                            char** argv) {
+                            pid_t launcher, char** argv) {
+  dieWithLauncher(launcher);
   setpgid(0, 0);
   if (!chorusrun::bindSelf(cpus))
     std::fprintf(stderr, "chorusrun: cannot bind local process %d to CPUs %s: %s\n", local,
@@ -276,6 +289,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "chorusrun: local process %d (rank %d): %s\n", i, a.globalRank(i),
                    binding[i].empty() ? "not bound" : ("CPUs " + chorusrun::cpuListText(binding[i])).c_str());
   installForwarding();
+  const pid_t launcher = getpid();
   for (int rank = 0; rank < a.nprocs; ++rank) {
     const pid_t pid = fork();
     if (pid < 0) {
@@ -284,7 +298,7 @@ int main(int argc, char** argv) {
       reap(rank);
       return 1;
     }
-    if (pid == 0) execChild(a, rank, commId, binding[rank], argv);
+    if (pid == 0) execChild(a, rank, commId, binding[rank], launcher, argv);
     setpgid(pid, pid);  // also from the parent, so forwarding never races the child's own call
     gChildren[rank] = pid;
     gChildCount = rank + 1;

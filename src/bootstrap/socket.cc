@@ -11,11 +11,13 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <mutex>
 #include <set>
 
+#include "core/params.h"
 #include "core/result.h"
 
 namespace chorus {
@@ -364,9 +366,29 @@ void ForkClosedFd::reset() {
 
 // ---- Sockets --------------------------------------------------------------------------
 
-void setNoDelay(int fd) {
-  int one = 1;
-  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+namespace {
+
+// Keepalive probes on an idle stream: the first after this long, then this
+// often; TCP_USER_TIMEOUT (CHORUS_TCP_DEAD_PEER_MS) decides when unanswered
+// probes or unacknowledged data end the connection.
+constexpr int kKeepaliveIdleS = 1;
+constexpr int kKeepaliveIntervalS = 1;
+
+void setIntOption(int fd, int level, int name, int value) { setsockopt(fd, level, name, &value, sizeof(value)); }
+
+}  // namespace
+
+void setStreamOptions(int fd) {
+  setIntOption(fd, IPPROTO_TCP, TCP_NODELAY, 1);
+  const int64_t deadMs = params::tcpDeadPeerMs();
+  if (deadMs <= 0) return;
+  const int userTimeoutMs = static_cast<int>(std::min<int64_t>(deadMs, INT32_MAX));
+  setIntOption(fd, SOL_SOCKET, SO_KEEPALIVE, 1);
+  setIntOption(fd, IPPROTO_TCP, TCP_KEEPIDLE, kKeepaliveIdleS);
+  setIntOption(fd, IPPROTO_TCP, TCP_KEEPINTVL, kKeepaliveIntervalS);
+  // Enough probes to outlast the user timeout, which then ends the connection.
+  setIntOption(fd, IPPROTO_TCP, TCP_KEEPCNT, std::max(1, userTimeoutMs / 1000 / kKeepaliveIntervalS + 1));
+  setIntOption(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, userTimeoutMs);
 }
 
 ncclResult_t listenSocket(const SockAddr& addr, ForkClosedFd* fd, SockAddr* bound) {
@@ -415,7 +437,7 @@ int connectOnce(const SockAddr& addr, const WaitBound& bound, ForkClosedFd* fd) 
     if (getsockopt(s.get(), SOL_SOCKET, SO_ERROR, &err, &len) != 0) return errno;
     if (err != 0) return err;
   }
-  setNoDelay(s.get());
+  setStreamOptions(s.get());
   *fd = std::move(s);
   return 0;
 }

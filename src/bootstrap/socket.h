@@ -92,6 +92,10 @@ bool connectRetryable(int err);
 // an errno (ETIMEDOUT at the deadline).
 int writeAll(int fd, const uint8_t* buf, size_t n, Clock::time_point deadline);
 
-void setNoDelay(int fd);
+// Options of every TCP stream the library opens: TCP_NODELAY, and keepalive
+// plus TCP_USER_TIMEOUT so a peer host that vanished (power loss, cable,
+// partition) fails the connection after CHORUS_TCP_DEAD_PEER_MS, while a
+// stopped process, whose kernel still acknowledges, does not.
+void setStreamOptions(int fd);
 
 }  // namespace chorus

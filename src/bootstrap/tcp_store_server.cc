@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "core/exception_guard.h"
 #include "core/result.h"
 
 namespace chorus {
@@ -114,7 +115,8 @@ ncclResult_t TcpStoreServer::start(const SockAddr& addr, const wire::Secret& sec
     // so a server that stops by itself leaves nothing behind to join.
     std::thread([s] {
       pthread_setname_np(pthread_self(), "chorus-store");
-      s->run();
+      // An exception is logged; the clients then see the server go away.
+      guardedRun("bootstrap store server thread", [&] { s->run(); });
     }).detach();
   } catch (const std::exception& e) {
     return fail(ncclSystemError, "bootstrap: cannot start the store server thread: %s", e.what());
@@ -291,7 +293,7 @@ void TcpStoreServer::acceptAll() {
     c->fd = ForkClosedFd(fd);
     c->peer = peer.str();
     c->opened = c->lastRecv = Clock::now();
-    setNoDelay(fd);
+    setStreamOptions(fd);
     CHORUS_TRACE(kLogBootstrap, "bootstrap: store server at %s: connection from %s", addr_.str().c_str(),
                  c->peer.c_str());
     conns_.emplace(c->id, std::move(c));

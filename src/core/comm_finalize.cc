@@ -8,6 +8,7 @@
 #include "bootstrap/bootstrap.h"
 #include "core/comm.h"
 #include "core/comm_lifecycle.h"
+#include "core/exception_guard.h"
 #include "core/peer_watch.h"
 #include "core/result.h"
 #include "gpu/gpu_runtime.h"
@@ -80,7 +81,7 @@ ncclResult_t commFinalize(ncclComm* comm, const DeferRendezvous& defer) {
     if (comm->initThread.joinable()) comm->initThread.join();
     comm->asyncError = ncclInProgress;
     comm->initThread = std::thread([comm] {
-      ncclResult_t res = finalizeNow(comm, true);
+      ncclResult_t res = guardedCall("ncclCommFinalize thread", [comm] { return finalizeNow(comm, true); });
       comm->asyncError = res;
     });
     return ncclInProgress;

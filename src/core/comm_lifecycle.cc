@@ -29,6 +29,7 @@
 #include "core/comm.h"
 #include "core/comm_finalize.h"
 #include "core/comm_graph_setup.h"
+#include "core/exception_guard.h"
 #include "core/host_identity.h"
 #include "core/mode.h"
 #include "core/result.h"
@@ -162,7 +163,7 @@ ncclResult_t newComm(int rank, int nranks, const ncclConfig_t* cfg, const ncclCo
 // Runs initMembers now, where `defer` puts it (inside a group), or on a background thread.
 ncclResult_t launchInit(ncclComm* comm, MemberSpec spec, const DeferRendezvous& defer, ncclComm_t* out) {
   auto body = [comm, spec]() -> ncclResult_t {
-    ncclResult_t res = initMembers(comm, spec);
+    ncclResult_t res = guardedCall("communicator init", [&] { return initMembers(comm, spec); });
     if (res != ncclSuccess) {
       commSetError(comm, res, lastErrorMessage());
       comm->asyncError = res;

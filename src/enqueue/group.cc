@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/comm.h"
+#include "core/exception_guard.h"
 #include "core/peer_watch.h"
 #include "core/result.h"
 #include "enqueue/gpu_submit.h"
@@ -42,7 +43,7 @@ ncclResult_t runInits(std::vector<std::function<ncclResult_t()>>& inits) {
   std::vector<std::thread> threads;
   for (size_t i = 0; i < inits.size(); ++i)
     threads.emplace_back([&, i] {
-      results[i] = inits[i]();
+      results[i] = guardedCall("communicator init thread", inits[i]);
       messages[i] = lastErrorMessage();
     });
   for (auto& t : threads) t.join();

@@ -11,9 +11,11 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "core/comm.h"
 #include "core/result.h"
+#include "host/dead_peer.h"
 #include "host/spin_budget.h"
 #include "host/stall_watch.h"
 #include "host/stream_copy.h"
@@ -112,22 +114,14 @@ class Backoff {
   std::chrono::steady_clock::time_point yieldStart_{};
 };
 
-// Fails if any peer process on this host has exited. Every peer is checked,
-// not only the ones this rank waits on, so the error names the rank that
-// died rather than a survivor that is itself stuck behind it.
-ncclResult_t checkPeersAlive(Plan& plan) {
-  ncclComm* comm = plan.comm;
-  const PeerInfo& self = comm->conns->peer(comm->id.rank);
-  std::string dead;
-  int ndead = 0;
-  for (const PeerInfo& p : comm->conns->peers()) {
-    if (p.rank == self.rank || p.hostHash != self.hostHash || p.processToken == self.processToken) continue;
-    if (peerProcessAlive(p.pid)) continue;
-    dead += std::string(ndead++ ? ", " : "") + "peer rank " + std::to_string(p.rank) + " (pid " +
-            std::to_string(p.pid) + ")";
-  }
-  if (ndead == 0) return ncclSuccess;
-  return fail(ncclRemoteError, "rank %d: %s exited during the operation", comm->id.rank, dead.c_str());
+// Fails if a peer process on this host has exited while this rank still
+// needs it (host/dead_peer.h); a peer that delivered its part and left is
+// fine. `firstSeen`: when this call first saw a dead peer of the plan.
+ncclResult_t checkPeersAlive(Plan& plan, Clock::time_point now, Clock::time_point& firstSeen) {
+  const std::vector<int> dead = deadLocalPeers(plan);
+  if (dead.empty()) return ncclSuccess;
+  if (firstSeen == Clock::time_point{}) firstSeen = now;
+  return checkDeadPeersNeeded(plan, dead, now - firstSeen >= std::chrono::milliseconds(kDeadPeerDrainMs));
 }
 
 // Names the peer the first unfinished lane of `plan` is waiting for.
@@ -184,13 +178,18 @@ ncclResult_t checkLinks(Plan& plan) {
 }
 
 // Idle-time checks; returns an error when the group must stop.
-ncclResult_t idleChecks(std::span<Plan* const> plans, Clock::time_point lastProgress, StallWatch* stalls) {
+// `deathSeen` (per plan, sized here: a call that never idles allocates nothing)
+// and `stalls` keep their state across the checks of one call.
+ncclResult_t idleChecks(std::span<Plan* const> plans, Clock::time_point lastProgress,
+                        std::vector<Clock::time_point>& deathSeen, StallWatch* stalls) {
   const auto now = Clock::now();
-  for (Plan* p : plans) {
+  if (deathSeen.size() != plans.size()) deathSeen.resize(plans.size());
+  for (size_t i = 0; i < plans.size(); ++i) {
+    Plan* p = plans[i];
     CHORUS_CHECK(checkFlags(*p));
     CHORUS_CHECK(checkVerdicts(*p));
     const int64_t timeoutMs = p->comm->config.timeoutMs;
-    CHORUS_CHECK(checkPeersAlive(*p));
+    CHORUS_CHECK(checkPeersAlive(*p, now, deathSeen[i]));
     CHORUS_CHECK(checkLinks(*p));
     // 0: no limit (a dead peer or a broken link is still caught just above).
     if (timeoutMs > 0 && now - lastProgress > std::chrono::milliseconds(timeoutMs))
@@ -240,6 +239,7 @@ ncclResult_t runHostPlans(std::span<Plan* const> plans) {
   auto lastProgress = Clock::now();
   auto lastCheck = lastProgress;
   StallWatch stalls;
+  std::vector<Clock::time_point> deathSeen;
   constexpr int kPiecesPerVisit = 16;  // fairness between lanes
   for (;;) {
     bool pending = false, progressed = false;
@@ -268,7 +268,7 @@ ncclResult_t runHostPlans(std::span<Plan* const> plans) {
     const auto now = Clock::now();
     if (now - lastCheck < std::chrono::milliseconds(50)) continue;
     lastCheck = now;
-    ncclResult_t res = idleChecks(plans, lastProgress, &stalls);
+    ncclResult_t res = idleChecks(plans, lastProgress, deathSeen, &stalls);
     if (res != ncclSuccess) {
       markFailed(plans, res);
       return res;

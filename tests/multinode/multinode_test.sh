@@ -11,6 +11,11 @@
 #                                the survivors must fail with an error in bounded time
 #     link-down                  the same, but node 2's link goes down instead (no
 #                                connection is closed: CHORUS_TIMEOUT_MS must catch it)
+#     dead-host                  2 nodes x 1 rank over sockets, default knobs (no
+#                                CHORUS_TIMEOUT_MS); node 1's link goes down mid-job:
+#                                node 0 must fail with ncclRemoteError naming rank 1
+#                                within 10 s (TCP keepalive + TCP_USER_TIMEOUT,
+#                                CHORUS_TCP_DEAD_PEER_MS)
 #
 # Exits 77 (ctest: skipped) when network namespaces are unavailable (not root).
 set -uo pipefail
@@ -170,12 +175,48 @@ kill_node() {
   grep -hiE "error|failed" "$log/node0.log" "$log/node1.log" | head -4
 }
 
+# A peer host that vanishes silently (its link goes down: no FIN, no RST)
+# with no operation limit set: only TCP's own liveness (keepalive probes and
+# TCP_USER_TIMEOUT on every stream) can tell, within CHORUS_TCP_DEAD_PEER_MS.
+dead_host() {
+  unset CHORUS_TIMEOUT_MS CHORUS_TCP_DEAD_PEER_MS
+  export CHORUS_MODE=host NCCL_NET=Socket NCCL_SHM_DISABLE=1
+  netns_create "$prefix" 2 "$subnet"
+  local master pids=() i
+  master="$(netns_addr "$prefix" 0):$((20000 + RANDOM % 20000))"
+  for ((i = 0; i < 2; i++)); do
+    netns_run "$prefix" "$i" timeout 120 stdbuf -oL "$bin/chorusrun" -n 1 --nnodes 2 --node-rank "$i" \
+      --master "$master" "$bin/all_reduce_perf" -b 4M -e 4M -n 1000000 -w 1 >"$log/node$i.log" 2>&1 &
+    pids+=($!)
+  done
+  local t0=$SECONDS
+  until grep -q "size" "$log/node0.log" 2>/dev/null; do
+    ((SECONDS - t0 < 60)) || fail "job did not start"
+    sleep 0.2
+  done
+  sleep 2
+  ip -n "$prefix-n1" link set cnet0 down
+  local cut rc=0
+  cut=$(date +%s%N)
+  wait "${pids[0]}" || rc=$?
+  local ms=$((($(date +%s%N) - cut) / 1000000))
+  netns_kill_node "$prefix" 1
+  [ "$rc" -ne 0 ] || fail "node 0 exited 0 after node 1 was cut off"
+  [ "$rc" -ne 124 ] || fail "node 0 hung until the outer timeout"
+  ((ms <= 10000)) || fail "node 0 took ${ms} ms to fail (bound 10000 ms)"
+  grep -q "remote process exited or there was a network error" "$log/node0.log" || fail "node 0: not ncclRemoteError"
+  grep -q "rank 1" "$log/node0.log" || fail "node 0: the error does not name rank 1"
+  echo "ok: node 0 failed ${ms} ms after node 1's link went down:"
+  grep -hiE "error|failed" "$log/node0.log" | head -3
+}
+
 case "$scenario" in
   colls-socket) colls Socket ;;
   colls-ucx) colls UCX ;;
   mpirun) mpirun_job ;;
   kill-node) kill_node kill ;;
   link-down) kill_node link-down ;;
+  dead-host) dead_host ;;
   *) echo "unknown scenario $scenario"; exit 2 ;;
 esac
 rm -rf "$log"

@@ -8,8 +8,10 @@
 #include <chrono>
 #include <thread>
 
+#include "core/exception_guard.h"
 #include "core/log.h"
 #include "core/params.h"
+#include "core/result.h"
 #include "core/wait_limit.h"
 
 namespace chorus {
@@ -212,6 +214,17 @@ void NetProxy::applyStop(std::vector<std::shared_ptr<NetLink>>& links) {
   }
 }
 
+// An exception escaped a pass (core/exception_guard.h): every link fails
+// with its message, so whoever waits on one gets an error naming the peer,
+// and is not moved again; its owner retires it as after any link failure.
+void NetProxy::failAll(std::vector<std::shared_ptr<NetLink>>& links, ncclResult_t res) {
+  const std::string why = lastErrorMessage();
+  for (auto& l : links) {
+    l->failed = true;
+    l->health->setFailed(res, (l->label + ": " + why).c_str());
+  }
+}
+
 // One progress pass over all links; closes retired ones. True if anything moved.
 bool NetProxy::pass(std::vector<std::shared_ptr<NetLink>>& links, bool* busy) {
   passes_.fetch_add(1, std::memory_order_relaxed);
@@ -280,9 +293,13 @@ void NetProxy::run() {
         return;
       }
     }
-    if (stop) applyStop(links);
-    bool busy = false;
-    if (pass(links, &busy)) {
+    bool busy = false, moved = false;
+    const ncclResult_t res = guardedRun("net proxy thread", [&] {
+      if (stop) applyStop(links);
+      moved = pass(links, &busy);
+    });
+    if (res != ncclSuccess) failAll(links, res);
+    if (moved) {
       lastMove = ProxyClock::now();
       continue;
     }

@@ -70,6 +70,7 @@ class NetProxy {
   void startThread();
   void run();
   void applyStop(std::vector<std::shared_ptr<NetLink>>& links);
+  void failAll(std::vector<std::shared_ptr<NetLink>>& links, ncclResult_t res);
   bool pass(std::vector<std::shared_ptr<NetLink>>& links, bool* busy);
   void sleep(std::chrono::microseconds limit, std::vector<std::shared_ptr<NetLink>>& links);
 

@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/exception_guard.h"
+#include "core/result.h"
 #include "transports/net_socket/socket_comm.h"
 
 namespace chorus::sock {
@@ -24,7 +26,10 @@ StreamHelpers::StreamHelpers(SocketComm* comm, bool send, uint32_t nthreads, uin
   }
   for (auto& w : workers_) {
     Worker* raw = w.get();
-    raw->thread = std::thread([this, raw] { run(*raw); });
+    raw->thread = std::thread([this, raw] {
+      if (guardedRun("socket helper thread", [&] { run(*raw); }) != ncclSuccess)
+        comm_->setError(lastErrorMessage(), false);
+    });
   }
 }
 

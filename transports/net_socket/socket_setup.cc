@@ -23,8 +23,8 @@
 #include <thread>
 
 #include "core/params.h"
-#include "core/wait_limit.h"
 #include "core/result.h"
+#include "core/wait_limit.h"
 
 namespace chorus::sock {
 namespace {
@@ -115,24 +115,22 @@ int connectBounded(const SockAddr& addr, Clock::time_point deadline, ForkClosedF
 bool placeStream(ListenComm& lc, PendingStream& ps) {
   const StreamHello& h = ps.hello;
   const std::string from = ps.from.str();
-  if (h.magic != kHelloMagic || h.nonce != lc.nonce) {
-    CHORUS_WARN(kLogNet, "socket: refused a connection from %s on %s: %s", from.c_str(), lc.bound.str().c_str(),
-                h.magic != kHelloMagic ? "not a Chorus socket stream" : "wrong connection nonce");
+  if (const char* why = refuseHello(h, lc.nonce)) {
+    CHORUS_WARN(kLogNet, "socket: refused a connection from %s on %s: %s", from.c_str(), lc.bound.str().c_str(), why);
     return false;
   }
   if (!lc.haveConn) {
+    const int64_t ndata = helloDataStreams(h);
+    if (ndata < 0) {
+      CHORUS_WARN(kLogNet, "socket: refused a connection from %s: %u x %u data streams", from.c_str(), h.nthreads,
+                  h.nsocks);
+      return false;
+    }
     lc.haveConn = true;
     lc.connId = h.connId;
     lc.nthreads = h.nthreads;
     lc.nsocks = h.nsocks;
-    const uint64_t ndata = h.nthreads == 0 ? 0 : uint64_t(h.nthreads) * h.nsocks;
-    if (ndata > kMaxStreams || h.nsocks == 0) {
-      CHORUS_WARN(kLogNet, "socket: refused a connection from %s: %u x %u data streams", from.c_str(), h.nthreads,
-                  h.nsocks);
-      lc.haveConn = false;
-      return false;
-    }
-    lc.data.resize(ndata);
+    lc.data.resize(static_cast<size_t>(ndata));
   }
   const size_t ndata = lc.data.size();
   if (h.connId != lc.connId || h.stream > ndata || (h.stream == 0 && lc.ctrl.valid()) ||
@@ -174,7 +172,7 @@ void acceptQueued(ListenComm& lc) {
     int fd = accept4(lc.fd.get(), ps.from.sa(), &ps.from.len, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) return;
     ps.fd = ForkClosedFd(fd);
-    setNoDelay(fd);
+    setStreamOptions(fd);
     lc.pending.push_back(std::move(ps));
   }
 }
@@ -230,25 +228,9 @@ ncclResult_t listenOn(int dev, void* handle, void** listenComm) {
 
 ncclResult_t connectTo(int dev, const void* handle, void** sendComm) {
   *sendComm = nullptr;
-  Handle h;
-  memcpy(&h, handle, sizeof(h));
-  if (h.magic != kHandleMagic) return fail(ncclInvalidArgument, "socket: connect: the handle is not a socket handle");
   SockAddr addr;
-  if (h.family == AF_INET) {
-    auto* sin = reinterpret_cast<sockaddr_in*>(&addr.storage);
-    sin->sin_family = AF_INET;
-    memcpy(&sin->sin_addr, h.addr, 4);
-    addr.len = sizeof(sockaddr_in);
-  } else if (h.family == AF_INET6) {
-    auto* sin6 = reinterpret_cast<sockaddr_in6*>(&addr.storage);
-    sin6->sin6_family = AF_INET6;
-    memcpy(&sin6->sin6_addr, h.addr, 16);
-    sin6->sin6_scope_id = h.scopeId;
-    addr.len = sizeof(sockaddr_in6);
-  } else {
-    return fail(ncclInvalidArgument, "socket: connect: unknown address family %u in handle", h.family);
-  }
-  addr.setPort(h.port);
+  uint64_t nonce = 0;
+  CHORUS_CHECK(decodeHandle(handle, &addr, &nonce));
   uint32_t nthreads = 0, nsocks = 0;
   streamShape(&nthreads, &nsocks);
   const uint32_t ndata = nthreads == 0 ? 0 : nthreads * nsocks;
@@ -262,7 +244,7 @@ ncclResult_t connectTo(int dev, const void* handle, void** sendComm) {
     if (err != 0)
       return fail(ncclRemoteError, "socket: cannot connect to %s (device %d, stream %u): %s", addr.str().c_str(), dev,
                   s, strerror(err));
-    StreamHello hello{kHelloMagic, s, nthreads, nsocks, h.nonce, connId};
+    StreamHello hello{kHelloMagic, s, nthreads, nsocks, nonce, connId};
     err = writeAll(fd.get(), reinterpret_cast<const uint8_t*>(&hello), sizeof(hello), deadline);
     if (err != 0)
       return fail(ncclRemoteError, "socket: cannot open stream %u to %s: %s", s, addr.str().c_str(), strerror(err));

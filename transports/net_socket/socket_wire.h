@@ -13,7 +13,9 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "bootstrap/socket.h"
 #include "chorus/net_plugin.h"
+#include "nccl.h"
 
 namespace chorus::sock {
 
@@ -56,5 +58,16 @@ inline void splitMessage(size_t size, uint32_t nparts, uint32_t i, size_t* offse
   *offset = i * base + (i < extra ? i : extra);
   *bytes = base + (i < extra ? 1 : 0);
 }
+
+// Checks of bytes that come from the network (tests/fuzz feeds them junk).
+// The listener's address and nonce from a handle of CHORUS_NET_HANDLE_BYTES;
+// ncclInvalidArgument with a message for a malformed one.
+ncclResult_t decodeHandle(const void* in, SockAddr* addr, uint64_t* nonce);
+// Why a stream's hello is refused by a listener whose nonce is `nonce`, or
+// null when it is a hello for this listener.
+const char* refuseHello(const StreamHello& h, uint64_t nonce);
+// How many data streams the first hello of a connection asks for, or -1
+// when that shape is refused (more than kMaxStreams, or no socket per thread).
+int64_t helloDataStreams(const StreamHello& h);
 
 }  // namespace chorus::sock

@@ -4,7 +4,8 @@
 // touch — maps it and sends the file name as the handle. The sender maps it
 // and unlinks the name at once, so no segment outlives the two processes even
 // if they are killed; the receiver also unlinks on teardown in case the
-// sender never came.
+// sender never came. What a crash between the two leaves behind, the next
+// process removes (shm_leftovers.h).
 //
 // GPU mode (ranks that cannot use P2P): kernels use the segment, so each side
 // pins and maps its own mapping of it (host_fifo_mapping.h) and hands the
@@ -21,19 +22,27 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 #include <string>
 
 #include "core/params.h"
 #include "core/result.h"
 #include "transport/host_fifo_mapping.h"
+#include "transports/shm/shm_leftovers.h"
 
 namespace chorus {
 namespace {
 
 std::string segmentPath(const ConnRequest& req) {
   static std::atomic<uint64_t> counter{0};
-  return params::shmDir() + "/chorus-" + std::to_string(getpid()) + "-" + std::to_string(req.peerRank) + "-" +
+  return params::shmDir() + "/" + shmSegmentPrefix() + std::to_string(req.peerRank) + "-" +
          std::to_string(req.selfRank) + "-" + std::to_string(counter.fetch_add(1));
+}
+
+// Once per process, before its first segment: what dead processes left.
+void cleanUpOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] { removeLeftoverSegments(params::shmDir()); });
 }
 
 std::shared_ptr<void> mapShared(int fd, size_t bytes, const std::string& unlinkOnRelease) {
@@ -51,9 +60,9 @@ ncclResult_t reportNoSpace(const std::string& path, size_t bytes, int err) {
   unsigned long long freeMiB = 0;
   if (statvfs(dir.c_str(), &vfs) == 0) freeMiB = (unsigned long long)vfs.f_bavail * vfs.f_frsize >> 20;
   return fail(ncclSystemError,
-              "shm: cannot reserve %zu KiB in %s (%s; %llu MiB free). Enlarge it (e.g. docker run --shm-size=1g), "
-              "point CHORUS_SHM_DIR at a larger tmpfs, or lower CHORUS_SLOTS / CHORUS_SLOT_BYTES",
-              bytes >> 10, dir.c_str(), strerror(err), freeMiB);
+              "shm: %s%s: cannot reserve a %zu KiB segment (%s; %llu MiB free). Enlarge it (e.g. docker run "
+              "--shm-size=1g), point CHORUS_SHM_DIR at a larger tmpfs, or lower CHORUS_SLOTS / CHORUS_SLOT_BYTES",
+              dir.c_str(), err == ENOSPC ? " is full" : "", bytes >> 10, strerror(err), freeMiB);
 }
 
 FifoEnd viewOf(const std::shared_ptr<void>& mem, int peer, int peerPid) {
@@ -76,6 +85,7 @@ bool ShmTransport::canConnect(const PeerInfo& self, const PeerInfo& peer) const 
 
 ncclResult_t ShmTransport::createRecv(const ConnRequest& req, const PeerInfo& peer, FifoEnd* end,
                                       std::vector<uint8_t>* handle) {
+  cleanUpOnce();
   const size_t bytes = fifoTotalBytes(req.slotBytes, req.nslots);
   const std::string path = segmentPath(req);
   int fd = open(path.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
@@ -100,11 +110,12 @@ ncclResult_t ShmTransport::createRecv(const ConnRequest& req, const PeerInfo& pe
   return ncclSuccess;
 }
 
-ncclResult_t ShmTransport::connectSend(const ConnRequest& req, const PeerInfo& peer,
-                                       const std::vector<uint8_t>& handle, FifoEnd* end) {
+ncclResult_t ShmTransport::connectSend(const ConnRequest& req, const PeerInfo& peer, const std::vector<uint8_t>& handle,
+                                       FifoEnd* end) {
   const std::string path(handle.begin(), handle.end());
   int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
-  if (fd < 0) return fail(ncclSystemError, "shm: cannot open %s for %s: %s", path.c_str(), req.label.c_str(), strerror(errno));
+  if (fd < 0)
+    return fail(ncclSystemError, "shm: cannot open %s for %s: %s", path.c_str(), req.label.c_str(), strerror(errno));
   struct stat st {};
   if (fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) < fifoControlBytes()) {
     close(fd);

@@ -7,6 +7,7 @@
 #include <cuda_runtime_api.h>
 
 #include "core/comm.h"
+#include "core/exception_guard.h"
 #include "core/log.h"
 #include "gpu/cuda/comm_state.h"
 #include "host/executor.h"
@@ -28,7 +29,13 @@ void GpuWatchdog::add(ncclComm* comm) {
   comms_.push_back(comm);
   if (running_) return;
   running_ = true;
-  std::thread([this] { run(); }).detach();  // exits by itself once no communicator is left
+  // Exits by itself once no communicator is left; an exception is logged and
+  // lets the next add() start a new watchdog.
+  std::thread([this] {
+    if (guardedRun("GPU watchdog thread", [this] { run(); }) == ncclSuccess) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    running_ = false;
+  }).detach();
 }
 
 void GpuWatchdog::remove(ncclComm* comm) {
