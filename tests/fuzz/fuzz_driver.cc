@@ -114,7 +114,10 @@ void saveCurrent(int sig) {
 
 void run(const Bytes& b) {
   gCurrent = &b;
-  LLVMFuzzerTestOneInput(b.data(), b.size());
+  // Like libFuzzer, never a null pointer, also for the empty input (targets
+  // may memcpy from it).
+  static const uint8_t kEmpty = 0;
+  LLVMFuzzerTestOneInput(b.empty() ? &kEmpty : b.data(), b.size());
   gCurrent = nullptr;
 }
 

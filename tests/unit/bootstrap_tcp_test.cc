@@ -319,6 +319,9 @@ TEST(BootstrapTcp, ConnectRetriesUntilTheServerAppearsOrTheDeadline) {
   late.join();
   ASSERT_EQ(res, ncclSuccess);
   ASSERT_EQ(s->set("k", {}), ncclSuccess);
+  // The server answers a set before it applies it; a get is served after.
+  std::vector<std::vector<uint8_t>> got;
+  ASSERT_EQ(s->get({"k"}, &got, waitBoundAfter(2000)), ncclSuccess);
   EXPECT_EQ(srv->data().size(), 1u);
 }
 
