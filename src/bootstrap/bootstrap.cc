@@ -134,6 +134,19 @@ ncclResult_t Bootstrap::barrier(const WaitBound& bound) {
   return ncclSuccess;
 }
 
+WaitBound Bootstrap::watchPeerGone(const WaitBound& bound, const PeerGoneCheck& peerGone, std::string* gone) {
+  static constexpr auto kCheckEvery = std::chrono::milliseconds(250);
+  WaitBound watched = bound;
+  watched.stop = [peerGone, gone, nextCheck = Clock::now() + kCheckEvery]() mutable {
+    if (!gone->empty()) return true;
+    const auto now = Clock::now();
+    if (!peerGone || now < nextCheck) return false;
+    nextCheck = now + kCheckEvery;
+    return peerGone(gone);
+  };
+  return watched;
+}
+
 ncclResult_t Bootstrap::finalizeBarrier(const WaitBound& bound, bool wait, const PeerGoneCheck& peerGone) {
   CHORUS_CHECK(checkPeer(rank_, "barrier"));
   if (mesh_) return meshFinalizeBarrier(bound, wait, peerGone);
@@ -144,17 +157,8 @@ ncclResult_t Bootstrap::finalizeBarrier(const WaitBound& bound, bool wait, const
   if (!wait) return ncclSuccess;
   // The store waits as usual (and logs every 30 s); the stop condition looks
   // for a vanished peer about every 250 ms.
-  constexpr auto kCheckEvery = std::chrono::milliseconds(250);
   std::string gone;
-  auto nextCheck = Clock::now() + kCheckEvery;
-  WaitBound watched = bound;
-  watched.stop = [&]() {
-    if (!gone.empty()) return true;
-    const auto now = Clock::now();
-    if (!peerGone || now < nextCheck) return false;
-    nextCheck = now + kCheckEvery;
-    return peerGone(&gone);
-  };
+  const WaitBound watched = watchPeerGone(bound, peerGone, &gone);
   std::vector<std::vector<uint8_t>> vals;
   const ncclResult_t res = store_->get({epochKey(epoch, "bar/done")}, &vals, watched);
   if (res != ncclSuccess) {

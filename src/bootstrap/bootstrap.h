@@ -85,6 +85,9 @@ class Bootstrap {
 
  private:
   uint64_t nextEpoch();
+  // `bound` plus a stop condition that calls `peerGone` about every 250 ms;
+  // once it reports a gone peer (described in *gone) the wait ends.
+  static WaitBound watchPeerGone(const WaitBound& bound, const PeerGoneCheck& peerGone, std::string* gone);
   std::string epochKey(uint64_t epoch, const std::string& rest) const;
   static std::string p2pRest(int src, int dst, const std::string& tag, uint64_t seq);
   std::string p2pKey(int src, int dst, const std::string& tag, uint64_t seq) const;

@@ -130,17 +130,8 @@ ncclResult_t Bootstrap::meshFinalizeBarrier(const WaitBound& bound, bool wait, c
                 static_cast<unsigned long long>(epoch), static_cast<long long>(arrived), nranks_);
   if (arrived == nranks_) CHORUS_CHECK(releaseFinalize(epoch));
   if (!wait) return ncclSuccess;
-  constexpr auto kCheckEvery = std::chrono::milliseconds(250);
   std::string gone;
-  auto nextCheck = Clock::now() + kCheckEvery;
-  WaitBound watched = bound;
-  watched.stop = [&]() {
-    if (!gone.empty()) return true;
-    const auto now = Clock::now();
-    if (!peerGone || now < nextCheck) return false;
-    nextCheck = now + kCheckEvery;
-    return peerGone(&gone);
-  };
+  const WaitBound watched = watchPeerGone(bound, peerGone, &gone);
   std::vector<std::vector<uint8_t>> vals;
   const std::string doneKey = meshKey("finalize" + std::to_string(epoch) + "/done");
   const ncclResult_t res = mesh_->local().get({doneKey}, &vals, watched);

@@ -14,11 +14,12 @@
 
 #include "core/comm.h"
 #include "core/log.h"
+#include "core/op_fingerprint.h"
 #include "gpu/cuda/comm_state.h"
 #include "gpu/cuda/cuda_util.h"
 #include "gpu/gpu_runtime.h"
-#include "gpu/launch_policy.h"
 #include "gpu/lane_translate.h"
+#include "gpu/launch_policy.h"
 #include "kernels/launch.h"
 
 namespace chorus::gpu {
@@ -29,30 +30,12 @@ struct DeviceForm {
 
 namespace {
 
-const char* kindName(ReduceKind k) {
-  switch (k) {
-    case ReduceKind::Sum:
-      return "sum";
-    case ReduceKind::Prod:
-      return "prod";
-    case ReduceKind::Max:
-      return "max";
-    case ReduceKind::Min:
-      return "min";
-    case ReduceKind::PreMulSum:
-      return "premulsum";
-    case ReduceKind::SumPostDiv:
-      return "avg";
-  }
-  return "?";
-}
-
 ncclResult_t checkLaunchable(const ncclComm* comm, const CommState& st, const LaunchArrays& la) {
   if (!dev::kernelCompiled(la.header.type, la.header.kind))
     return fail(ncclInvalidUsage,
                 "rank %d: this build has no GPU kernel for datatype %d with reduction %s (built with "
                 "CHORUS_KERNEL_FILTER=%s; rebuild with -DCHORUS_KERNEL_FILTER=all)",
-                comm->id.rank, static_cast<int>(la.header.type), kindName(la.header.kind), dev::kernelFilter());
+                comm->id.rank, static_cast<int>(la.header.type), reduceKindName(la.header.kind), dev::kernelFilter());
   if (static_cast<int>(la.lanes.size()) > st.maxLanes)
     return fail(ncclInvalidUsage,
                 "rank %d: a launch needs %zu thread blocks, but %d ranks share GPU %d and each may use at most %d so "
@@ -138,8 +121,8 @@ ncclResult_t launchOne(Plan& plan, cudaStream_t stream) {
     const cudaError_t err = dev::launchLanes(L, stream);
     if (err != cudaSuccess) {
       res = fail(err == cudaErrorInvalidValue ? ncclInternalError : ncclUnhandledCudaError,
-                 "rank %d: lane kernel launch (%d lanes, %d segments) failed: %s: %s", comm->id.rank, L.nLanes, L.nSegments,
-                 cudaGetErrorName(err), cudaGetErrorString(err));
+                 "rank %d: lane kernel launch (%d lanes, %d segments) failed: %s: %s", comm->id.rank, L.nLanes,
+                 L.nSegments, cudaGetErrorName(err), cudaGetErrorString(err));
       break;
     }
   }
@@ -181,8 +164,7 @@ bool blocking(cudaStream_t s) {
 
 // Ranks of one GPU launched by this thread must not serialize
 // (launch_policy.h has the rules).
-ncclResult_t checkConcurrentStreams(std::span<Plan* const> plans,
-                                    std::span<const std::vector<cudaStream_t>> streams) {
+ncclResult_t checkConcurrentStreams(std::span<Plan* const> plans, std::span<const std::vector<cudaStream_t>> streams) {
   std::vector<StreamUse> uses(plans.size());
   for (size_t i = 0; i < plans.size(); ++i) {
     uses[i].rank = plans[i]->comm->id.rank;
