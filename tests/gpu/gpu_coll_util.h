@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "chorus/chorus.h"
+#include "core/coll_types.h"
 #include "kernels/common/float_types.h"
 #include "nccl.h"
 
@@ -31,22 +32,8 @@ using Ms = std::chrono::milliseconds;
 
 // ---- element types ----------------------------------------------------------
 
-inline size_t typeSize(ncclDataType_t t) {
-  switch (t) {
-    case ncclInt8:
-    case ncclUint8:
-      return 1;
-    case ncclFloat16:
-    case ncclBfloat16:
-      return 2;
-    case ncclInt32:
-    case ncclUint32:
-    case ncclFloat32:
-      return 4;
-    default:
-      return 8;
-  }
-}
+// Bytes per element: the library's own table (fp8 types are 1 byte).
+using chorus::typeSize;
 
 inline const char* typeName(ncclDataType_t t) {
   switch (t) {
