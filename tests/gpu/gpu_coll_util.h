@@ -35,6 +35,10 @@ using Ms = std::chrono::milliseconds;
 // Bytes per element: the library's own table (fp8 types are 1 byte).
 using chorus::typeSize;
 
+// Fills output buffers before a call: NaN or a huge value in every float
+// type, 127 / 0x7f7f7f7f in integers, so an element the call left alone shows.
+constexpr int kPoisonByte = 0x7f;
+
 inline const char* typeName(ncclDataType_t t) {
   switch (t) {
     case ncclInt8:
