@@ -2,6 +2,7 @@
 // a Task, hand it to the group layer.
 #include "api/arg_checks.h"
 #include "api/export.h"
+#include "api/wire_args.h"
 #include "core/comm.h"
 #include "core/comm_query.h"
 #include "core/result.h"
@@ -46,10 +47,18 @@ ncclResult_t checkSizes(const Task& t, const char* fn) {
   }
 }
 
+// How a reduction travels: the environment's knobs (plain calls), or the
+// caller's chorusReduceConfig_t (the Ex calls; NULL there means the default).
+struct WireChoice {
+  bool explicitConfig = false;
+  const chorusReduceConfig_t* config = nullptr;
+};
+
 // Runs one call; errors inside a group also fail the group's ncclGroupEnd.
 ncclResult_t submit(Task& t, const char* fn, bool reduces, int dtype, int op,
-                    ncclResult_t (*extra)(const Task&, const char*)) {
+                    ncclResult_t (*extra)(const Task&, const char*), WireChoice wire = {}) {
   ncclResult_t res = prepare(&t, fn, reduces, dtype, op);
+  if (res == ncclSuccess && reduces) res = configureWire(&t, wire.explicitConfig, wire.config, fn);
   if (res == ncclSuccess) res = checkSizes(t, fn);
   if (res == ncclSuccess && extra) res = extra(t, fn);
   if (res == ncclSuccess) res = enqueueTask(t);
@@ -63,6 +72,25 @@ ncclResult_t buffersBoth(const Task& t, const char* fn) {
   const bool sendBlocked = t.type == CollType::ReduceScatter || t.type == CollType::AlltoAll;
   CHORUS_CHECK(checkBuffer(t.sendbuff, sendBlocked ? t.count * n : t.count, fn, "sendbuff"));
   return checkBuffer(t.recvbuff, blocked ? t.count * n : t.count, fn, "recvbuff");
+}
+
+// The Ex calls: the buffers, and a residual of one float per input element
+// that overlaps neither buffer.
+ncclResult_t buffersAndResidual(const Task& t, const char* fn) {
+  CHORUS_CHECK(buffersBoth(t, fn));
+  if (t.wire.residual == nullptr) return ncclSuccess;
+  const size_t n = t.type == CollType::ReduceScatter ? t.count * static_cast<size_t>(t.comm->id.nranks) : t.count;
+  const auto* r = reinterpret_cast<const char*>(t.wire.residual);
+  const size_t rBytes = n * sizeof(float);
+  auto overlaps = [&](const void* b, size_t bytes) {
+    const auto* p = static_cast<const char*>(b);
+    return p != nullptr && r < p + bytes && p < r + rBytes;
+  };
+  const size_t esz = typeSize(t.dtype);
+  const size_t outN = t.type == CollType::ReduceScatter ? t.count : n;
+  if (n > 0 && (overlaps(t.sendbuff, n * esz) || overlaps(t.recvbuff, outN * esz)))
+    return fail(ncclInvalidArgument, "%s: residual overlaps sendbuff or recvbuff", fn);
+  return ncclSuccess;
 }
 
 ncclResult_t rootedBuffers(const Task& t, const char* fn) {
@@ -125,6 +153,28 @@ CHORUS_EXPORT ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuf
 }
 CHORUS_API_CATCH
 CHORUS_EXPORT_ALIAS(ncclReduceScatter)
+
+CHORUS_EXPORT ncclResult_t chorusAllReduceEx(const void* sendbuff, void* recvbuff, size_t count,
+                                             ncclDataType_t datatype, ncclRedOp_t op,
+                                             const chorusReduceConfig_t* config, ncclComm_t comm,
+                                             cudaStream_t stream) try {
+  Task t = makeTask(CollType::AllReduce, sendbuff, recvbuff, count, 0, comm);
+  t.stream = stream;
+  return submit(t, "chorusAllReduceEx", true, enumValue(datatype), enumValue(op), buffersAndResidual,
+                WireChoice{true, config});
+}
+CHORUS_API_CATCH
+
+CHORUS_EXPORT ncclResult_t chorusReduceScatterEx(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                                 ncclDataType_t datatype, ncclRedOp_t op,
+                                                 const chorusReduceConfig_t* config, ncclComm_t comm,
+                                                 cudaStream_t stream) try {
+  Task t = makeTask(CollType::ReduceScatter, sendbuff, recvbuff, recvcount, 0, comm);
+  t.stream = stream;
+  return submit(t, "chorusReduceScatterEx", true, enumValue(datatype), enumValue(op), buffersAndResidual,
+                WireChoice{true, config});
+}
+CHORUS_API_CATCH
 
 CHORUS_EXPORT ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
                                          ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) try {

@@ -5,6 +5,7 @@
 #include "bootstrap/bootstrap.h"
 #include "core/comm_query.h"
 #include "core/result.h"
+#include "core/wire_residuals.h"
 #include "gpu/gpu_runtime.h"
 #include "plan/plan_cache.h"
 #include "topo/comm_topology.h"
@@ -12,7 +13,8 @@
 
 // The communicator is the composition root: its constructor and destructor
 // are the one place that sees every part it owns.
-ncclComm::ncclComm() : planCache(std::make_unique<chorus::PlanCache>()) {}
+ncclComm::ncclComm()
+    : planCache(std::make_unique<chorus::PlanCache>()), wireResiduals(std::make_unique<chorus::WireResiduals>()) {}
 ncclComm::~ncclComm() = default;
 
 namespace chorus {

@@ -33,6 +33,7 @@ class Bootstrap;
 class ConnectionTable;
 class PlanCache;
 class Store;
+class WireResiduals;
 }  // namespace chorus
 namespace chorus::graph {
 struct CommGraph;
@@ -83,6 +84,8 @@ struct ncclComm {
   // GPU mode only: device, abort flag and status the kernels see, position
   // counters, launches in flight (src/gpu/cuda/comm_state.h).
   chorus::gpu::CommStatePtr gpu;
+  // CHORUS_WIRE_FEEDBACK's residuals (core/wire_residuals.h); never null.
+  std::unique_ptr<chorus::WireResiduals> wireResiduals;
 
   // Set by ncclCommAbort (or a shrink with NCCL_SHRINK_ABORT): every wait ends.
   std::atomic<bool> abortFlag{false};

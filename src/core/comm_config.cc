@@ -26,6 +26,26 @@ bool has(const ncclConfig_t* user, const T* field) {
   return reinterpret_cast<const char*>(field) + sizeof(T) <= reinterpret_cast<const char*>(user) + user->size;
 }
 
+// CHORUS_WIRE and its companions (docs/wire.md). An unknown format is
+// refused at init rather than silently not compressing.
+ncclResult_t wireFromEnv(CommConfig* c) {
+  const std::string w = params::wire();
+  if (w.empty() || w == "native")
+    c->wire = 0;
+  else if (w == "bf16")
+    c->wire = 1;
+  else if (w == "fp8")
+    c->wire = 2;
+  else if (w == "int8")
+    c->wire = 3;
+  else
+    return fail(ncclInvalidArgument, "CHORUS_WIRE=%s: expected bf16, fp8, int8 or native", w.c_str());
+  c->wireMinBytes = static_cast<uint64_t>(std::max<int64_t>(params::wireMinBytes(), 0));
+  c->wireFeedback = params::wireFeedback() != 0;
+  c->deterministic = params::deterministic() != 0;
+  return ncclSuccess;
+}
+
 }  // namespace
 
 int64_t stallWarnMsFromSeconds(int64_t seconds) {
@@ -46,6 +66,7 @@ ncclResult_t resolveCommConfig(const ncclConfig_t* user, const CommConfig* inher
     c.localRegister = params::localRegister() != 0;
     c.algo = params::algo();
     c.proto = params::proto();
+    CHORUS_CHECK(wireFromEnv(&c));
     c.minChannels = static_cast<int>(std::clamp<int64_t>(params::minChannels(), 1, 32));
     int64_t maxCh = params::maxChannels();
     c.maxChannels = maxCh > 0 ? static_cast<int>(std::min<int64_t>(maxCh, 32)) : 2;

@@ -26,6 +26,12 @@ struct CommConfig {
   bool localRegister = true;  // registered buffers may be sent zero-copy (NCCL_LOCAL_REGISTER)
   std::string algo;           // NCCL_ALGO
   std::string proto;          // NCCL_PROTO
+  // docs/wire.md: CHORUS_WIRE (a chorusWire_t; 0: native), CHORUS_WIRE_MIN_BYTES,
+  // CHORUS_WIRE_FEEDBACK, CHORUS_DETERMINISTIC.
+  uint8_t wire = 0;
+  uint64_t wireMinBytes = 1u << 20;
+  bool wireFeedback = false;
+  bool deterministic = false;
 };
 
 // CHORUS_STALL_WARN_S as milliseconds: 0 or negative turns reports off; at most a day.

@@ -118,6 +118,23 @@ ncclResult_t joinFromId(ncclComm* comm, const MemberSpec& spec, const WaitBound&
   return ncclSuccess;
 }
 
+// The knobs that change what a reduction computes are never silent.
+void logWireKnobs(const ncclComm* comm) {
+  static const char* const kWires[] = {"native", "bf16", "fp8", "int8"};
+  const CommConfig& c = comm->config;
+  if (c.wire != 0)
+    CHORUS_INFO(kLogInit,
+                "comm %p rank %d: CHORUS_WIRE=%s: float/half/bf16 sum and avg AllReduce and "
+                "ReduceScatter of >= %llu bytes travel compressed%s%s",
+                (void*)comm, comm->id.rank, kWires[c.wire & 3], (unsigned long long)c.wireMinBytes,
+                c.wireFeedback ? ", with error feedback" : "", comm->id.hostMode ? "" : " (ignored: GPU mode)");
+  if (c.deterministic)
+    CHORUS_INFO(kLogInit,
+                "comm %p rank %d: CHORUS_DETERMINISTIC=1: every reduction is the rank-order sum, rounded "
+                "once%s",
+                (void*)comm, comm->id.rank, comm->id.hostMode ? "" : " (ignored: GPU mode)");
+}
+
 ncclResult_t initMembers(ncclComm* comm, MemberSpec spec) {
   // Init may run on a thread of the library (a group's init, a non-blocking
   // init): make the communicator's device current there. On the caller's
@@ -135,6 +152,7 @@ ncclResult_t initMembers(ncclComm* comm, MemberSpec spec) {
               (unsigned long long)comm->id.commHash, comm->id.rank, comm->id.nranks, comm->id.localRank,
               comm->id.localNRanks, comm->id.hostMode ? "host" : "GPU", comm->config.commName.empty() ? "" : " name ",
               comm->config.commName.c_str());
+  logWireKnobs(comm);
   return ncclSuccess;
 }
 

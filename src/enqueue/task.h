@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "core/coll_types.h"
 #include "nccl.h"
@@ -9,6 +10,15 @@
 struct ncclComm;
 
 namespace chorus {
+
+// How a reduction travels (chorusReduceConfig_t, docs/wire.md). Inactive:
+// the tuner's algorithm on the native type.
+struct WireSpec {
+  uint8_t format = 0;          // a chorusWire_t; nonzero: compressed
+  bool deterministic = false;  // rank-order sum, rounded once
+  float* residual = nullptr;   // error feedback (compressed only)
+  bool active() const { return format != 0 || deterministic; }
+};
 
 struct Task {
   CollType type = CollType::AllReduce;
@@ -19,6 +29,7 @@ struct Task {
   ncclDataType_t dtype = ncclFloat32;
   ReduceSpec spec{};
   int root = 0;  // root for rooted collectives, peer for send/recv
+  WireSpec wire{};                // AllReduce, ReduceScatter, Reduce only
   cudaStream_t stream = nullptr;  // GPU mode: where the work is enqueued (not part of the plan's identity)
 };
 

@@ -12,6 +12,7 @@
 #include "host/executor.h"
 #include "host/host_reduce.h"
 #include "host/stream_copy.h"
+#include "host/wire_exec.h"
 #include "kernels/common/step_rules.h"
 #include "plan/lane_failure.h"
 
@@ -201,6 +202,7 @@ bool progressLane(const Plan& plan, Lane& lane, ncclResult_t* err) {
   // Fast path of a poll: the lane is inside a loaded step.
   if (!(lane.loaded && lane.done < lane.active.desc.count) && !settle(plan, lane)) return false;
   ActiveStep& a = lane.active;
+  if (sched::isWireKind(lane.segments[lane.seg].kind)) return progressWireLane(plan, lane, err);
   if (a.zeroCopy) return progressDirectSend(lane);
   const uint64_t left = a.desc.count - lane.done;
   const size_t n = a.pieceElems < left ? a.pieceElems : left;  // step::nextPiece, with the piece size cached

@@ -83,6 +83,19 @@ ncclResult_t PlanBuilder::sendTo(ConnClass cls, Proto proto, int channel, int pe
   return ncclSuccess;
 }
 
+ncclResult_t PlanBuilder::connect(const ConnKey& key, bool send, uint32_t slotBytes, uint32_t nslots, int16_t* id) {
+  if (send) {
+    SendConnector* c = nullptr;
+    CHORUS_CHECK(ctx_.conns->requestSend(key, slotBytes, nslots, &c));
+    *id = connId(nullptr, c);
+  } else {
+    RecvConnector* c = nullptr;
+    CHORUS_CHECK(ctx_.conns->requestRecv(key, slotBytes, nslots, &c));
+    *id = connId(c, nullptr);
+  }
+  return ncclSuccess;
+}
+
 sched::Segment PlanBuilder::segment(const Task& t, sched::SegmentKind kind) const {
   sched::Segment s;
   s.kind = kind;
@@ -113,8 +126,15 @@ int32_t PlanBuilder::addRingTable(const RingOrder& ring) {
   return at;
 }
 
+int32_t PlanBuilder::addTableEntries(const int32_t* entries, int n) {
+  const auto at = static_cast<int32_t>(plan_->rankTable.size());
+  plan_->rankTable.insert(plan_->rankTable.end(), entries, entries + n);
+  return at;
+}
+
 ncclResult_t PlanBuilder::expand(const Task& task, const TuneDecision& d) {
   if (isPointToPoint(task.type)) return expandP2P(*this, task, &selfSends_, &selfRecvs_);
+  if (task.wire.active()) return expandWire(*this, task);
   if (nranks() == 1) return expandLocal(*this, task);
   if (d.algo == Algo::Tree) return expandTree(*this, task, d);
   if (d.algo == Algo::Direct) return expandDirect(*this, task, d);
@@ -162,6 +182,10 @@ ncclResult_t PlanBuilder::build() {
     return fail(ncclInvalidUsage, "rank %d: a group of %zu operations; at most %u fit one plan", rank(),
                 plan_->tasks.size(), static_cast<unsigned>(UINT16_MAX));
   for (const Task& task : plan_->tasks) {
+    if (task.wire.active() && !isPointToPoint(task.type)) {
+      CHORUS_CHECK(expand(task, TuneDecision{}));  // the format and algorithm are the caller's, not the tuner's
+      continue;
+    }
     TuneDecision d;
     CHORUS_CHECK(tuneTask(task, nranks(), *ctx_.config, graph(), &d));
     plan_->estimatedUs += d.estimatedUs;

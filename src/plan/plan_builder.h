@@ -54,6 +54,9 @@ class PlanBuilder {
   // The id (Segment::conn) of a connector, requested from the connection table.
   ncclResult_t recvFrom(ConnClass cls, Proto proto, int channel, int peer, int16_t* id);
   ncclResult_t sendTo(ConnClass cls, Proto proto, int channel, int peer, int16_t* id);
+  // The same with FIFOs of `slotBytes` x `nslots` (wire connectors: smaller
+  // slots, so an all-to-all of many ranks stays small).
+  ncclResult_t connect(const ConnKey& key, bool send, uint32_t slotBytes, uint32_t nslots, int16_t* id);
   // A segment for task `t`, with its buffers; the caller sets the rest.
   sched::Segment segment(const Task& t, sched::SegmentKind kind) const;
   // A Single segment of task `t` whose only input is `src` (with PreMulSum
@@ -61,6 +64,9 @@ class PlanBuilder {
   sched::Segment local(const Task& t, const void* src, void* dst, size_t count, bool pre, bool post) const;
   // The index of a ring order in the plan's rank table (added once).
   int32_t addRingTable(const RingOrder& ring);
+  // Appends `n` entries to the plan's rank table (a WireOwner's connector
+  // ids); returns the index of the first.
+  int32_t addTableEntries(const int32_t* entries, int n);
   uint32_t slotBytes(Proto p) const;
   uint32_t nslots() const;
   // Whether a send of [p, p + bytes) may go zero-copy: the range is
@@ -93,6 +99,9 @@ ncclResult_t expandHier(PlanBuilder& b, const Task& t, const TuneDecision& d);
 ncclResult_t expandP2P(PlanBuilder& b, const Task& t, std::vector<const Task*>* selfSends,
                        std::vector<const Task*>* selfRecvs);
 ncclResult_t expandLocal(PlanBuilder& b, const Task& t);
+// The direct reductions of docs/wire.md (plan_wire.cc), for tasks whose
+// WireSpec is active, whatever the tuner chose.
+ncclResult_t expandWire(PlanBuilder& b, const Task& t);
 
 // Elements of one ring chunk: half a FIFO, so a step never waits for room.
 size_t ringChunkElems(const PlanBuilder& b, Proto proto, size_t esz);

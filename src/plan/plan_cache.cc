@@ -5,7 +5,9 @@ namespace chorus {
 bool sameTask(const Task& a, const Task& b) {
   return a.type == b.type && a.comm == b.comm && a.sendbuff == b.sendbuff && a.recvbuff == b.recvbuff &&
          a.count == b.count && a.dtype == b.dtype && a.root == b.root && a.spec.type == b.spec.type &&
-         a.spec.kind == b.spec.kind && a.spec.scalar == b.spec.scalar && a.spec.divisor == b.spec.divisor;
+         a.spec.kind == b.spec.kind && a.spec.scalar == b.spec.scalar && a.spec.divisor == b.spec.divisor &&
+         a.wire.format == b.wire.format && a.wire.deterministic == b.wire.deterministic &&
+         a.wire.residual == b.wire.residual;
 }
 
 Plan* PlanCache::find(std::span<const Task> tasks, uint64_t registrationEpoch) {

@@ -26,7 +26,16 @@ enum class SegmentKind : uint8_t {
   RingScatter,    // rounds of the n reduce-scatter steps, blocks as for RingGather
   DirectPair,     // two-rank all-reduce: per chunk, send it, then reduce the peer's
   Hier,           // per round: local reduce-scatter, inter-host all-reduce, local all-gather
+  // The direct reductions of docs/wire.md (compressed wires, deterministic
+  // mode); one step per piece of a shard, a piece being whole wire blocks:
+  WireSend,    // encode this rank's contribution to peer `pos`'s shard, send it
+  WireOwner,   // reduce this rank's shard in rank order; encode and send the result to every peer
+  WireGather,  // receive peer `pos`'s reduced shard, decode it into the output
 };
+
+CHORUS_SCHED_FN bool isWireKind(SegmentKind k) {
+  return k == SegmentKind::WireSend || k == SegmentKind::WireOwner || k == SegmentKind::WireGather;
+}
 
 CHORUS_SCHED_FN const char* segmentKindName(SegmentKind k) {
   switch (k) {
@@ -42,6 +51,12 @@ CHORUS_SCHED_FN const char* segmentKindName(SegmentKind k) {
 
 inline constexpr int16_t kNoConn = -1;
 inline constexpr uint64_t kNoBuffer = ~uint64_t(0);
+    case SegmentKind::WireSend:
+      return "wire-send";
+    case SegmentKind::WireOwner:
+      return "wire-owner";
+    case SegmentKind::WireGather:
+      return "wire-gather";
 
 // Which buffer a step reads its local input from.
 enum class StepInput : uint8_t { None = 0, Src = 1, Dst = 2 };
@@ -81,7 +96,7 @@ struct Segment {
   uint64_t begin = 0;       // first element of the segment's range (into src and dst)
   uint64_t count = 0;       // elements of the range (Single: of the step)
   uint64_t roundElems = 0;  // ring kinds and Hier: elements per round; DirectPair: per chunk
-  uint64_t blockElems = 0;  // RingGather/RingScatter: elements of one rank's block
+  uint64_t blockElems = 0;  // RingGather/RingScatter: elements of one rank's block; WireOwner: dst offset
   const void* src = nullptr;
   void* dst = nullptr;
   // Single: recv[0..1] = conn[0..1], send[0..1] = conn[2..3]. Ring kinds and
@@ -93,6 +108,9 @@ struct Segment {
   int32_t pos2 = 0;     // Hier: position on the inter-host ring
   // RingGather/RingScatter: index into the plan's rank table of this ring's
   // order (entry p = rank at position p); -1 when position p is rank p.
+  // WireOwner: index into the rank table of 2 * nranks connector ids: entry r
+  // receives rank r's contribution, entry nranks + r sends the result to
+  // rank r (kNoConn for this rank, and for the sends without a gather phase).
   int32_t ringTable = -1;
   uint16_t task = 0;  // which task of the plan (its reduction spec)
   SegmentKind kind = SegmentKind::Single;
@@ -261,6 +279,23 @@ CHORUS_SCHED_FN StepDesc hierDesc(const Segment& s, uint64_t round, uint64_t k) 
                         b + chunk.begin, b + chunk.begin, chunk.count, true);
 }
 
+// Wire kinds, piece `round` of the segment's shard. Only the connectors the
+// diagnostics name are listed (a WireOwner step waits on all of its table's).
+CHORUS_SCHED_FN StepDesc wireDesc(const Segment& s, uint64_t round) {
+  const uint64_t off = round * s.roundElems;
+  StepDesc d;
+  d.count = s.count - off < s.roundElems ? s.count - off : s.roundElems;
+  if (s.kind != SegmentKind::WireGather) {
+    d.input = StepInput::Src;
+    d.srcOff = s.begin + off;
+  }
+  if (s.kind == SegmentKind::WireGather) d.dstOff = s.begin + off;
+  if (s.kind == SegmentKind::WireOwner) d.dstOff = s.blockElems + off;
+  if (s.kind != SegmentKind::WireSend && s.conn[0] != kNoConn) d.recv[d.nRecv++] = s.conn[0];
+  if (s.kind != SegmentKind::WireGather && s.conn[1] != kNoConn) d.send[d.nSend++] = s.conn[1];
+  return d;
+}
+
 // Step i (0 <= i < segmentSteps(s)). `ringTable` is the plan's rank table at
 // s.ringTable (null when the segment has none).
 CHORUS_SCHED_FN StepDesc segmentStep(const Segment& s, const int32_t* ringTable, uint64_t i) {
@@ -275,5 +310,9 @@ CHORUS_SCHED_FN StepDesc segmentStep(const Segment& s, const int32_t* ringTable,
     default: return hierDesc(s, round, k);
   }
 }
+    case SegmentKind::WireSend:
+    case SegmentKind::WireOwner:
+    case SegmentKind::WireGather:
+      return wireDesc(s, round);
 
 }  // namespace chorus::sched

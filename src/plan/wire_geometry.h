@@ -1,0 +1,71 @@
+// Where the direct reductions (plan_wire.cc) cut a task: its shards, their
+// owners, and the payload sizes of the two phases. Every rank computes the
+// same cuts from the call alone, so senders and owners agree on piece sizes
+// without talking.
+#pragma once
+
+#include <cstdint>
+
+#include "enqueue/task.h"
+#include "kernels/common/wire_codec.h"
+#include "sched/chunking.h"
+
+namespace chorus {
+
+// Wire slots never shrink below this (a slot holds at least one block of
+// the widest native payload, 256 x 8 bytes, with room to spare).
+inline constexpr uint32_t kMinWireSlotBytes = 8192;
+
+inline wire::Format wireFormat(const Task& t) { return static_cast<wire::Format>(t.wire.format); }
+
+// Bytes per element of the scatter phase's payload for wire::Format::Native
+// (compressed formats ignore it): wire_reduce.h's nativeScatterBytes<T>.
+// The gather phase carries the element type, never wider, so a piece sized
+// for the scatter phase fits a slot in both.
+inline uint32_t wireScatterElemBytes(const Task& t) {
+  const uint32_t esz = static_cast<uint32_t>(typeSize(t.dtype));
+  const bool narrowFloat =
+      t.dtype == ncclFloat16 || t.dtype == ncclBfloat16 || t.dtype == ncclFloat8e4m3 || t.dtype == ncclFloat8e5m2;
+  if (t.spec.kind != ReduceKind::PreMulSum || !narrowFloat) return esz;
+  return 4;  // the compute type (reduce_ops.h's ComputeOf): fp32 for the narrow floats
+}
+
+struct WireGeometry {
+  uint64_t pieceElems = 0;  // elements per step: whole blocks filling one slot
+};
+
+inline WireGeometry wireGeometry(const Task& t, int /*nranks*/, uint32_t slotBytes) {
+  WireGeometry g;
+  g.pieceElems = wire::pieceElemsFor(wireFormat(t), wireScatterElemBytes(t), slotBytes);
+  return g;
+}
+
+// Shard of owner q: elements [srcBegin, srcBegin + count) of every rank's
+// input, reduced into [dstBegin, dstBegin + count) of the owner's output
+// (and, for AllReduce, of everyone's).
+struct WireShard {
+  uint64_t srcBegin = 0;
+  uint64_t dstBegin = 0;
+  uint64_t count = 0;
+};
+
+inline WireShard wireShard(const Task& t, int nranks, int q) {
+  WireShard s;
+  switch (t.type) {
+    case CollType::ReduceScatter:
+      s.srcBegin = static_cast<uint64_t>(q) * t.count;
+      s.count = t.count;
+      break;
+    case CollType::Reduce:
+      s.count = q == t.root ? t.count : 0;
+      break;
+    default: {  // AllReduce: whole blocks per owner
+      const sched::Range r = sched::splitAligned(t.count, nranks, q, wire::kWireBlockElems);
+      s.srcBegin = s.dstBegin = r.begin;
+      s.count = r.count;
+    }
+  }
+  return s;
+}
+
+}  // namespace chorus

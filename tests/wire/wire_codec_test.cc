@@ -1,0 +1,196 @@
+// The wire quantizers of kernels/common/wire_codec.h and the block rules of
+// wire_reduce.h, against bounds and references computed here in double:
+// round trips within the documented error bound, zero blocks, NaN and
+// infinities arriving as NaN (and only where they were), denormal inputs,
+// partial blocks, and piece sizes that always hold whole blocks inside one
+// slot (a block never straddles a slot).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "kernels/common/wire_codec.h"
+#include "kernels/common/wire_reduce.h"
+
+namespace chorus::wire {
+namespace {
+
+const Format kCompressed[] = {Format::Bf16, Format::Fp8, Format::Int8};
+
+const char* name(Format f) {
+  switch (f) {
+    case Format::Bf16:
+      return "bf16";
+    case Format::Fp8:
+      return "fp8";
+    case Format::Int8:
+      return "int8";
+    default:
+      return "native";
+  }
+}
+
+std::vector<float> roundTrip(Format f, const std::vector<float>& v, uint32_t* bytes = nullptr) {
+  std::vector<uint8_t> enc(encodedBytes(f, 4, v.size()) + 16, 0xee);
+  std::vector<float> dec(v.size()), direct(v.size());
+  uint32_t w = 0;
+  for (size_t i = 0; i < v.size(); i += kWireBlockElems) {
+    const auto n = static_cast<uint32_t>(std::min<size_t>(kWireBlockElems, v.size() - i));
+    w += encodeBlock(f, v.data() + i, n, enc.data() + w, direct.data() + i);
+  }
+  EXPECT_EQ(w, encodedBytes(f, 4, v.size())) << name(f);
+  uint32_t r = 0;
+  for (size_t i = 0; i < v.size(); i += kWireBlockElems) {
+    const auto n = static_cast<uint32_t>(std::min<size_t>(kWireBlockElems, v.size() - i));
+    r += decodeBlock<false>(f, enc.data() + r, n, dec.data() + i);
+  }
+  EXPECT_EQ(r, w);
+  // What the encoder says the receiver decodes is what it decodes.
+  for (size_t i = 0; i < v.size(); ++i)
+    EXPECT_TRUE(std::memcmp(&dec[i], &direct[i], 4) == 0 || (std::isnan(dec[i]) && std::isnan(direct[i]))) << i;
+  if (bytes) *bytes = w;
+  return dec;
+}
+
+// docs/wire.md's per-element bound for element x of a block of absmax A.
+double bound(Format f, double x, double A) {
+  switch (f) {
+    case Format::Bf16:
+      return std::max(std::ldexp(std::fabs(x), -8), std::ldexp(1.0, -134));  // denormals: bf16's grid
+    case Format::Fp8:
+      return std::ldexp(std::fabs(x), -4) + std::ldexp(A / 448.0, -10) + A * 1e-7;
+    default:
+      return A / 254.0 + A * 2.5e-7 + std::ldexp(1.0, -149);
+  }
+}
+
+double absmax(const std::vector<float>& v, size_t b) {
+  double a = 0;
+  for (size_t i = b; i < std::min(v.size(), b + kWireBlockElems); ++i)
+    if (std::isfinite(v[i])) a = std::max(a, std::fabs(double(v[i])));
+  return a;
+}
+
+void expectWithinBound(Format f, const std::vector<float>& v) {
+  const std::vector<float> d = roundTrip(f, v);
+  for (size_t i = 0; i < v.size(); ++i) {
+    const double A = absmax(v, i / kWireBlockElems * kWireBlockElems);
+    ASSERT_LE(std::fabs(double(d[i]) - v[i]), bound(f, v[i], A))
+        << name(f) << " element " << i << " value " << v[i] << " decoded " << d[i];
+  }
+}
+
+TEST(WireCodec, RoundTripWithinBound) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  for (Format f : kCompressed) {
+    for (size_t count : {size_t(1), size_t(255), size_t(256), size_t(257), size_t(1000), size_t(4096)}) {
+      std::vector<float> v(count);
+      for (size_t i = 0; i < count; ++i) v[i] = g(rng) * std::ldexp(1.0f, int(i % 40) - 20);
+      expectWithinBound(f, v);
+    }
+  }
+}
+
+TEST(WireCodec, EncodedSizesAndExactValues) {
+  // Values the formats hold exactly come back exactly.
+  std::vector<float> v = {0.0f, 1.0f, -2.0f, 3.0f, 127.0f, -127.0f, 64.0f};
+  for (Format f : kCompressed) {
+    uint32_t bytes = 0;
+    const std::vector<float> d = roundTrip(f, v, &bytes);
+    EXPECT_EQ(bytes, f == Format::Bf16 ? 2 * v.size() : 4 + v.size()) << name(f);
+    if (f == Format::Fp8) continue;  // fp8 scales 127 to 448: 1 and 64 are not on its grid then
+    for (size_t i = 0; i < v.size(); ++i) EXPECT_EQ(d[i], v[i]) << name(f) << " " << i;
+  }
+  EXPECT_EQ(encodedBytes(Format::Int8, 4, 513), 3 * 4 + 513u);
+  EXPECT_EQ(encodedBytes(Format::Native, 8, 513), 513u * 8);
+}
+
+TEST(WireCodec, ZeroBlocksDecodeToZero) {
+  for (Format f : kCompressed) {
+    std::vector<float> v(600, 0.0f);
+    for (size_t i = 300; i < 600; ++i) v[i] = 1.0f + float(i);  // block 0 zero, blocks 1 and 2 not
+    const std::vector<float> d = roundTrip(f, v);
+    for (size_t i = 0; i < 256; ++i) ASSERT_EQ(d[i], 0.0f) << name(f);
+    float scale;
+    std::vector<uint8_t> enc(2048);
+    encodeBlock(f, v.data(), 256, enc.data(), nullptr);
+    if (f != Format::Bf16) {
+      std::memcpy(&scale, enc.data(), 4);
+      EXPECT_EQ(scale, 0.0f) << name(f);
+    }
+  }
+}
+
+TEST(WireCodec, NonFiniteArrivesAsNanOnlyWhereItWas) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  for (Format f : kCompressed) {
+    std::vector<float> v(300);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = float(i % 17) - 8.0f;
+    v[3] = nan;
+    v[10] = inf;
+    v[270] = -inf;
+    const std::vector<float> d = roundTrip(f, v);
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (i == 3 || i == 10 || i == 270)
+        EXPECT_TRUE(std::isnan(d[i])) << name(f) << " " << i << " " << d[i];
+      else
+        EXPECT_LE(std::fabs(d[i] - v[i]), bound(f, v[i], 8.0)) << name(f) << " " << i;
+    }
+  }
+  // bf16 overflow (a finite float beyond bf16's range) is not an infinity on the wire.
+  std::vector<float> big = {std::numeric_limits<float>::max()};
+  EXPECT_TRUE(std::isnan(roundTrip(Format::Bf16, big)[0]));
+}
+
+TEST(WireCodec, DenormalsAndTinyBlocks) {
+  for (Format f : kCompressed) {
+    std::vector<float> v(256);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = std::ldexp(float(int(i) - 128), -140);  // denormal range
+    v[0] = std::numeric_limits<float>::denorm_min();
+    const std::vector<float> d = roundTrip(f, v);
+    for (size_t i = 0; i < v.size(); ++i) {
+      ASSERT_TRUE(std::isfinite(d[i])) << name(f) << " " << i;
+      // Tiny blocks: the absolute error stays at the denormal grid's scale.
+      ASSERT_LE(std::fabs(double(d[i]) - v[i]), std::max(bound(f, v[i], absmax(v, 0)), std::ldexp(1.0, -138)))
+          << name(f) << " " << i;
+    }
+  }
+}
+
+TEST(WireCodec, PiecesHoldWholeBlocksInsideOneSlot) {
+  for (Format f : {Format::Native, Format::Bf16, Format::Fp8, Format::Int8}) {
+    for (uint32_t nb : {1u, 2u, 4u, 8u}) {
+      for (uint32_t slot : {8192u, 12345u, 16384u, 131072u}) {
+        const uint64_t p = pieceElemsFor(f, nb, slot);
+        EXPECT_EQ(p % kWireBlockElems, 0u);
+        EXPECT_LE(encodedBytes(f, nb, p), slot) << name(f) << " " << nb << " " << slot;
+        EXPECT_GT(encodedBytes(f, nb, p + kWireBlockElems), slot) << "the piece fills its slot";
+      }
+    }
+  }
+}
+
+TEST(WireReduce, ErrorFeedbackKeepsWhatQuantizationDropped) {
+  // sendBlock with a residual: (x + r_old) == decoded + r_new, element by element.
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (Format f : kCompressed) {
+    std::vector<float> x(256), r(256), r0(256), dec(256);
+    for (size_t i = 0; i < 256; ++i) {
+      x[i] = u(rng);
+      r0[i] = r[i] = u(rng) * 0.01f;
+    }
+    std::vector<uint8_t> enc(1024);
+    sendBlock(f, FuncSum<float>{}, false, x.data(), r.data(), 256, enc.data());
+    decodeBlock<false>(f, enc.data(), 256, dec.data());
+    for (size_t i = 0; i < 256; ++i)
+      EXPECT_NEAR(double(x[i]) + r0[i], double(dec[i]) + r[i], 1e-6) << name(f) << " " << i;
+  }
+}
+
+}  // namespace
+}  // namespace chorus::wire
