@@ -45,18 +45,15 @@ CHORUS_SCHED_FN const char* segmentKindName(SegmentKind k) {
     case SegmentKind::RingScatter: return "ring-scatter";
     case SegmentKind::DirectPair: return "direct-pair";
     case SegmentKind::Hier: return "hier";
+    case SegmentKind::WireSend: return "wire-send";
+    case SegmentKind::WireOwner: return "wire-owner";
+    case SegmentKind::WireGather: return "wire-gather";
   }
   return "?";
 }
 
 inline constexpr int16_t kNoConn = -1;
 inline constexpr uint64_t kNoBuffer = ~uint64_t(0);
-    case SegmentKind::WireSend:
-      return "wire-send";
-    case SegmentKind::WireOwner:
-      return "wire-owner";
-    case SegmentKind::WireGather:
-      return "wire-gather";
 
 // Which buffer a step reads its local input from.
 enum class StepInput : uint8_t { None = 0, Src = 1, Dst = 2 };
@@ -307,12 +304,11 @@ CHORUS_SCHED_FN StepDesc segmentStep(const Segment& s, const int32_t* ringTable,
     case SegmentKind::RingGather:
     case SegmentKind::RingScatter: return ringBlockDesc(s, ringTable, round, static_cast<int>(k));
     case SegmentKind::DirectPair: return directPairDesc(s, round, static_cast<int>(k));
+    case SegmentKind::WireSend:
+    case SegmentKind::WireOwner:
+    case SegmentKind::WireGather: return wireDesc(s, round);
     default: return hierDesc(s, round, k);
   }
 }
-    case SegmentKind::WireSend:
-    case SegmentKind::WireOwner:
-    case SegmentKind::WireGather:
-      return wireDesc(s, round);
 
 }  // namespace chorus::sched
