@@ -5,7 +5,8 @@
 // receives 2(n-1)N/n bytes when n divides N evenly into the plan's pieces; a
 // ring of point-to-point messages moves exactly what was sent. Checked over
 // threads (inproc), processes (shm) and processes on sockets (net); every
-// other link stays at zero. Bad arguments get ncclInvalidArgument.
+// other link stays at zero. Compressed all-reduces count their encoded
+// bytes. Bad arguments get ncclInvalidArgument.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -134,6 +135,42 @@ TEST_P(TrafficStats, ProcessesOnSocketsCountNet) {
 
 INSTANTIATE_TEST_SUITE_P(Ranks, TrafficStats, ::testing::Values(2, 4),
                          [](const auto& info) { return std::to_string(info.param) + "ranks"; });
+
+// The wire formats of chorusAllReduceEx (docs/wire.md): a direct
+// reduce-scatter plus all-gather of 256-element blocks, so with n shards of
+// whole blocks each rank sends and receives 2(n-1)/n of the blocks, each
+// as 1024 bytes (fp32: native values, deterministic mode), 512 (bf16) or
+// 256 codes + a 4-byte scale (fp8, int8).
+TEST(TrafficStatsWire, CompressedAllReduceCountsTheEncodedBytes) {
+  struct Format {
+    chorusWire_t wire;
+    int deterministic;
+    uint64_t blockBytes;
+  };
+  const Format formats[] = {{chorusWireNative, 1, 1024},
+                            {chorusWireBfloat16, 0, 512},
+                            {chorusWireFloat8e4m3, 0, 260},
+                            {chorusWireInt8, 0, 260}};
+  runThreads(4, [&](RankCtx& ctx) {
+    const uint64_t n = static_cast<uint64_t>(ctx.nranks), blocks = 64 * n;
+    const size_t count = blocks * 256;
+    std::vector<float> a(count, 1.0f), b(count);
+    for (const Format& f : formats) {
+      chorusReduceConfig_t config = CHORUS_REDUCE_CONFIG_INIT;
+      config.wire = f.wire;
+      config.deterministic = f.deterministic;
+      std::vector<Counters> all;
+      auto call = [&] {
+        return RANK_OK(ctx,
+                       chorusAllReduceEx(a.data(), b.data(), count, ncclFloat32, ncclSum, &config, ctx.comm, nullptr));
+      };
+      if (!deltasOfAllRanks(ctx, call, &all)) return;
+      const std::string what = "wire " + std::to_string(f.wire) + " deterministic " + std::to_string(f.deterministic);
+      expectTraffic(ctx, all, chorusLinkInproc, 1, 2 * (n - 1) * (blocks / n) * f.blockBytes, what.c_str());
+      if (b[count - 1] != 4.0f) ctx.fail("%s: result %g, expected 4", what.c_str(), b[count - 1]);
+    }
+  });
+}
 
 // A registered send buffer between threads goes zero-copy (one descriptor
 // slot): counted as the bytes the receiver copies, like any other send.
