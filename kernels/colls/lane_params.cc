@@ -47,6 +47,10 @@ bool segmentValid(const sched::Segment& s, int nFifos, int nRankTable) {
         return false;
       return s.nranks2 == 1 ||
              (s.conn[sched::kHierInterRecv] != sched::kNoConn && s.conn[sched::kHierInterSend] != sched::kNoConn);
+    case sched::SegmentKind::WireSend:
+    case sched::SegmentKind::WireOwner:
+    case sched::SegmentKind::WireGather:
+      return false;  // docs/wire.md: the lane kernel does not run the wire segments yet (host mode only)
   }
   return false;
 }

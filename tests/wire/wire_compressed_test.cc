@@ -185,6 +185,16 @@ TEST(Compressed, ManyRanks) {
   }
 }
 
+TEST(Compressed, Processes) {
+  runProcesses(3, [](RankCtx& ctx) {
+    for (chorusWire_t w : kWires) {
+      checkCompressed(ctx, w, ncclFloat32, ncclSum, 3001, false, false);
+      checkCompressed(ctx, w, ncclBfloat16, ncclAvg, 3001, false, true);
+      checkCompressed(ctx, w, ncclFloat16, ncclSum, 1001, true, false);
+    }
+  });
+}
+
 TEST(Compressed, LargeCountInPlaceSpansPieces) {
   runThreads(4, [](RankCtx& ctx) {
     for (chorusWire_t w : kWires) checkCompressed(ctx, w, ncclFloat32, ncclSum, 1 << 20, false, true);
