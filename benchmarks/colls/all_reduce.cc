@@ -11,6 +11,7 @@ Layout layout(size_t count, size_t, int) { return {count, count, count, 0, 0}; }
 double busFactor(int n) { return 2.0 * (n - 1) / n; }
 
 ncclResult_t launch(const LaunchArgs& a) {
+  if (a.reduce != nullptr) return chorusAllReduceEx(a.send, a.recv, a.count, a.type, a.op, a.reduce, a.comm, a.stream);
   return ncclAllReduce(a.send, a.recv, a.count, a.type, a.op, a.comm, a.stream);
 }
 
@@ -25,7 +26,8 @@ const CollSpec kSpec{.name = "AllReduce",
                      .layout = layout,
                      .busFactor = busFactor,
                      .launch = launch,
-                     .expected = expected};
+                     .expected = expected,
+                     .takesReduceConfig = true};
 
 }  // namespace
 }  // namespace chorus_bench

@@ -13,6 +13,8 @@ Layout layout(size_t count, size_t elt, int n) {
 double busFactor(int n) { return static_cast<double>(n - 1) / n; }
 
 ncclResult_t launch(const LaunchArgs& a) {
+  if (a.reduce != nullptr)
+    return chorusReduceScatterEx(a.send, a.recv, a.count, a.type, a.op, a.reduce, a.comm, a.stream);
   return ncclReduceScatter(a.send, a.recv, a.count, a.type, a.op, a.comm, a.stream);
 }
 
@@ -27,7 +29,8 @@ const CollSpec kSpec{.name = "ReduceScatter",
                      .layout = layout,
                      .busFactor = busFactor,
                      .launch = launch,
-                     .expected = expected};
+                     .expected = expected,
+                     .takesReduceConfig = true};
 
 }  // namespace
 }  // namespace chorus_bench

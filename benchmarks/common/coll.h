@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "chorus/chorus.h"
 #include "nccl.h"
 
 namespace chorus_bench {
@@ -44,6 +45,8 @@ struct LaunchArgs {
   int nranks;
   ncclComm_t comm;
   cudaStream_t stream;
+  // --wire / --deterministic: the configuration for the chorus*Ex call; null: the plain call.
+  const chorusReduceConfig_t* reduce = nullptr;
 };
 
 struct CollSpec {
@@ -60,6 +63,8 @@ struct CollSpec {
   ncclResult_t (*launch)(const LaunchArgs& args);
   // The checked parts of rank `rank`'s receive buffer after one launch.
   void (*expected)(const Layout& layout, int rank, int nranks, int root, std::vector<Segment>* out);
+  // launch() honours LaunchArgs::reduce (--wire, --deterministic).
+  bool takesReduceConfig = false;
 };
 
 // Per-rank slice alignment: slices stay 16-byte aligned, as NCCL users

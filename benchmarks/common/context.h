@@ -18,6 +18,7 @@ struct Job {
   const CollSpec* spec = nullptr;
   const char* tool = "";
   Options opts;
+  chorusReduceConfig_t reduceConfig = CHORUS_REDUCE_CONFIG_INIT;  // from opts.wire and opts.deterministic
   ProcessWorld world;
   ncclUniqueId id{};
   int nranks = 0;  // processes x threads x ranks per thread

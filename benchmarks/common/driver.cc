@@ -38,9 +38,27 @@ const char* baseName(const char* path) {
   return slash ? slash + 1 : path;
 }
 
+// Compressed wires take float, half and bfloat16 with sum or avg (docs/wire.md).
+bool wireAccepts(const Options& o) {
+  for (ncclDataType_t t : o.types)
+    if (t != ncclFloat32 && t != ncclFloat16 && t != ncclBfloat16) return false;
+  for (BenchOp op : o.ops)
+    if (op != BenchOp::Sum && op != BenchOp::Avg) return false;
+  return true;
+}
+
 bool validate(const Job& job) {
   if (job.spec->rooted && job.opts.root >= job.nranks) {
     std::fprintf(stderr, "%s: root %d is not a rank (%d ranks)\n", job.tool, job.opts.root, job.nranks);
+    return false;
+  }
+  if (job.opts.reduceConfigured() && !job.spec->takesReduceConfig) {
+    std::fprintf(stderr, "%s: --wire and --deterministic apply to all_reduce_perf and reduce_scatter_perf only\n",
+                 job.tool);
+    return false;
+  }
+  if (job.opts.wire != chorusWireNative && !wireAccepts(job.opts)) {
+    std::fprintf(stderr, "%s: a compressed --wire takes -d float, half or bfloat16 and -o sum or avg\n", job.tool);
     return false;
   }
   return true;
@@ -60,6 +78,8 @@ int benchMain(int argc, char** argv, const CollSpec& spec) {
     return code;
   }
   job.nranks = job.world.size * job.opts.nThreads * job.opts.ranksPerThread;
+  job.reduceConfig.wire = job.opts.wire;
+  job.reduceConfig.deterministic = job.opts.deterministic ? 1 : 0;
   if (!validate(job)) worldAbort(2);
   const ncclResult_t idRes = worldUniqueId(job.world, &job.id);
   if (idRes != ncclSuccess) {

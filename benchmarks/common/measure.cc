@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "common/check.h"
+#include "common/wire_bound.h"
 
 namespace chorus_bench {
 namespace {
@@ -100,8 +101,17 @@ void launchAll(ThreadRanks& t, const RowConfig& row, bool inPlace, int agg, bool
     for (auto& rp : t.ranks) {
       Rank& r = *rp;
       const Pointers p = pointersFor(r, row.layout, elt, inPlace);
-      const LaunchArgs args{p.send,     p.recv, row.layout.paramCount, row.type, r.op, row.root, r.rank,
-                            job.nranks, r.comm, r.mem.stream()};
+      const LaunchArgs args{p.send,
+                            p.recv,
+                            row.layout.paramCount,
+                            row.type,
+                            r.op,
+                            row.root,
+                            r.rank,
+                            job.nranks,
+                            r.comm,
+                            r.mem.stream(),
+                            job.opts.reduceConfigured() ? &job.reduceConfig : nullptr};
       BENCH_NCCL(job.spec->launch(args), &r);
     }
   }
@@ -122,7 +132,8 @@ double timeRow(ThreadRanks& t, const RowConfig& row, bool inPlace) {
 
 std::vector<double> checkRow(ThreadRanks& t, const RowConfig& row, bool inPlace) {
   const Job& job = *t.job;
-  const ValueScheme scheme(row.type, row.op, job.nranks);
+  ValueScheme scheme(row.type, row.op, job.nranks);
+  scheme.allowError(wireErrorBound(job.opts.wire, row.type, job.nranks, scheme.maxAbsInput(), row.op == BenchOp::Avg));
   std::vector<double> wrong(t.ranks.size(), 0.0);
   for (int c = 0; c < job.opts.checkIters; ++c) {
     for (auto& r : t.ranks) prepareCheck(*r, row, scheme, job.nranks, inPlace);

@@ -33,9 +33,17 @@ const char kUsage[] =
     "                            and replay it n times; 0 = plain launches (0)\n"
     "  -R, --local_register <0/1> 1: register the send and receive buffers with\n"
     "                            ncclCommRegister (zero-copy point-to-point where possible) (0)\n"
+    "  --wire <w>                native bf16 fp8 int8: all_reduce_perf and reduce_scatter_perf\n"
+    "                            call chorusAllReduceEx / chorusReduceScatterEx with that wire\n"
+    "                            format; -c checks against its error bound (docs/wire.md) (native)\n"
+    "  --deterministic <0/1>     1: the same calls with the deterministic (rank-order) sum (0)\n"
     "  -h, --help                this text\n"
     "Multi-process: run under chorusrun (or set CHORUS_RANK, CHORUS_WORLD_SIZE and\n"
     "NCCL_COMM_ID=host:port), or use the *_mpi variant under mpirun.\n";
+
+// Long-only options (no nccl-tests letter).
+constexpr int kOptWire = 1000;
+constexpr int kOptDeterministic = 1001;
 
 const option kLongOptions[] = {{"nthreads", required_argument, nullptr, 't'},
                                {"ngpus", required_argument, nullptr, 'g'},
@@ -54,6 +62,8 @@ const option kLongOptions[] = {{"nthreads", required_argument, nullptr, 't'},
                                {"average", required_argument, nullptr, 'a'},
                                {"cudagraph", required_argument, nullptr, 'G'},
                                {"local_register", required_argument, nullptr, 'R'},
+                               {"wire", required_argument, nullptr, kOptWire},
+                               {"deterministic", required_argument, nullptr, kOptDeterministic},
                                {"help", no_argument, nullptr, 'h'},
                                {nullptr, 0, nullptr, 0}};
 
@@ -72,6 +82,19 @@ bool parseFactor(const char* text, double* out) {
   if (end == text || *end != '\0' || !(v >= 1.0)) return false;
   *out = v;
   return true;
+}
+
+bool parseWire(const char* text, chorusWire_t* out) {
+  static const struct {
+    const char* name;
+    chorusWire_t wire;
+  } kWires[] = {{"native", chorusWireNative},
+                {"bf16", chorusWireBfloat16},
+                {"fp8", chorusWireFloat8e4m3},
+                {"int8", chorusWireInt8}};
+  for (const auto& w : kWires)
+    if (std::strcmp(text, w.name) == 0) return (*out = w.wire), true;
+  return false;
 }
 
 // Applies one option; false when its argument is invalid.
@@ -116,6 +139,14 @@ bool applyOption(int c, const char* arg, Options* o) {
       int v = 0;
       if (!parseInt(arg, 0, 1, &v)) return false;
       o->registerBuffers = v != 0;
+      return true;
+    }
+    case kOptWire:
+      return parseWire(arg, &o->wire);
+    case kOptDeterministic: {
+      int v = 0;
+      if (!parseInt(arg, 0, 1, &v)) return false;
+      o->deterministic = v != 0;
       return true;
     }
     case 'a': {
@@ -175,7 +206,11 @@ int parseOptions(int argc, char** argv, const char* tool, Options* opts, bool* d
       return 0;
     }
     if (c == '?' || !applyOption(c, optarg, opts)) {
-      if (c != '?') std::fprintf(stderr, "%s: invalid argument '%s' for -%c\n", tool, optarg, c);
+      if (c >= kOptWire)
+        std::fprintf(stderr, "%s: invalid argument '%s' for --%s\n", tool, optarg,
+                     c == kOptWire ? "wire" : "deterministic");
+      else if (c != '?')
+        std::fprintf(stderr, "%s: invalid argument '%s' for -%c\n", tool, optarg, c);
       std::fprintf(stderr, "Try '%s -h' for the options.\n", tool);
       *done = true;
       return 2;

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "chorus/chorus.h"
 #include "common/datatypes.h"
 
 namespace chorus_bench {
@@ -34,6 +35,12 @@ struct Options {
   // -R 1: register send and receive buffers with each communicator
   // (nccl-tests' local registration; 2, symmetric windows, is not offered).
   bool registerBuffers = false;
+  // --wire / --deterministic (all_reduce_perf, reduce_scatter_perf): call
+  // chorusAllReduceEx / chorusReduceScatterEx with this configuration
+  // (docs/wire.md); unset, the plain NCCL call.
+  chorusWire_t wire = chorusWireNative;
+  bool deterministic = false;
+  bool reduceConfigured() const { return wire != chorusWireNative || deterministic; }
 };
 
 // Parses argv. Returns 0 to go on, otherwise the exit code to leave with

@@ -48,6 +48,11 @@ void printPreamble(const Job& job, const std::vector<std::string>& rankLines) {
   std::printf("#\n# Launch: %s, %d process(es), %d rank(s) in total, %s communicators%s\n", job.world.how,
               job.world.size, job.nranks, o.blockingInit ? "blocking" : "non-blocking",
               o.registerBuffers ? ", registered buffers (-R 1)" : "");
+  if (o.reduceConfigured()) {
+    static const char* const kWireNames[] = {"native", "bf16", "fp8", "int8"};
+    std::printf("# Reduce configuration: --wire %s --deterministic %d (chorus*Ex calls)\n",
+                kWireNames[static_cast<int>(o.wire)], o.deterministic ? 1 : 0);
+  }
   std::printf("# Using devices\n");
   for (const std::string& line : rankLines) std::printf("%s\n", line.c_str());
   std::printf("#\n");
@@ -69,6 +74,13 @@ void printRow(size_t bytes, size_t count, const RowConfig& row, const CollSpec& 
   formatHalf(inplace, b, sizeof b);
   std::printf("%12zu  %12zu  %8s  %6s  %6d%s%s\n", bytes, count, typeInfo(row.type).name,
               spec.reduces ? opName(row.op) : "none", spec.rooted ? row.root : -1, a, b);
+  std::fflush(stdout);
+}
+
+void printWireBytes(size_t bytes, const Measurement& oop, const Measurement& inplace) {
+  const double size = bytes > 0 ? static_cast<double>(bytes) : 1.0;
+  std::printf("#  bytes on the wire per op and rank: out-of-place %.0f (%.4f x size)  in-place %.0f (%.4f x size)\n",
+              oop.wireBytes, oop.wireBytes / size, inplace.wireBytes, inplace.wireBytes / size);
   std::fflush(stdout);
 }
 

@@ -14,9 +14,10 @@ namespace chorus_bench {
 // all ranks.
 struct Measurement {
   double timeUs = 0;
-  double algBw = 0;  // GB/s
-  double busBw = 0;  // GB/s
-  double wrong = 0;  // elements, summed over ranks; < 0: not checked
+  double algBw = 0;      // GB/s
+  double busBw = 0;      // GB/s
+  double wrong = 0;      // elements, summed over ranks; < 0: not checked
+  double wireBytes = 0;  // bytes sent per operation, mean over ranks (chorusCommGetStats)
 };
 
 // "# nThread ... " and the per-rank lines (rankLines: one per rank).
@@ -24,6 +25,8 @@ void printPreamble(const Job& job, const std::vector<std::string>& rankLines);
 void printTableHeader();
 void printRow(size_t bytes, size_t count, const RowConfig& row, const CollSpec& spec, const Measurement& oop,
               const Measurement& inplace);
+// "#  bytes on the wire ...": the row's wireBytes, also as a multiple of its size.
+void printWireBytes(size_t bytes, const Measurement& oop, const Measurement& inplace);
 void printSummary(double wrongTotal, double avgBusBw);
 
 }  // namespace chorus_bench

@@ -99,13 +99,30 @@ bool halfChecked(const Job& job, bool inPlace) {
   return job.opts.checkIters > 0 && (!inPlace || job.spec->inPlaceChecked);
 }
 
-// Times (and checks) one half of a row; returns {time, wrong} per rank.
+// Bytes the rank's connectors have sent so far, over every link (chorusCommGetStats).
+double bytesSent(const Rank& r) {
+  chorusCommStats_t s{};
+  s.size = sizeof s;
+  BENCH_NCCL(chorusCommGetStats(r.comm, &s), &r);
+  double sum = 0;
+  for (uint64_t b : s.bytesSent) sum += static_cast<double>(b);
+  return sum;
+}
+
+// Times (and checks) one half of a row; returns {time, wrong, bytes sent
+// per operation} per rank.
 std::vector<std::vector<double>> measureHalf(ThreadRanks& t, const RowConfig& row, bool inPlace) {
+  std::vector<double> before;
+  for (auto& r : t.ranks) before.push_back(bytesSent(*r));
   const double us = timeRow(t, row, inPlace);
+  const Options& o = t.job->opts;
+  const double ops = static_cast<double>(o.iters) * o.aggIters * (o.graphLaunches > 0 ? o.graphLaunches + 1 : 1);
+  std::vector<double> sent;
+  for (size_t i = 0; i < t.ranks.size(); ++i) sent.push_back((bytesSent(*t.ranks[i]) - before[i]) / ops);
   std::vector<double> wrong(t.ranks.size(), 0.0);
   if (halfChecked(*t.job, inPlace)) wrong = checkRow(t, row, inPlace);
   std::vector<std::vector<double>> out;
-  for (size_t i = 0; i < t.ranks.size(); ++i) out.push_back({us, wrong[i]});
+  for (size_t i = 0; i < t.ranks.size(); ++i) out.push_back({us, wrong[i], sent[i]});
   return out;
 }
 
@@ -114,11 +131,11 @@ void agreeRow(ThreadRanks& t, const std::vector<std::vector<double>>& oop, const
               Measurement* mo, Measurement* mi) {
   const Job& job = *t.job;
   std::vector<std::vector<double>> times;
-  std::vector<std::vector<double>> wrongs;
+  std::vector<std::vector<double>> wrongs;  // and bytes sent
   for (size_t i = 0; i < oop.size(); ++i) {
     const bool counts = job.opts.average != Average::Rank0 || t.ranks[i]->rank == 0;
     times.push_back({counts ? oop[i][0] : 0.0, counts ? ip[i][0] : 0.0});
-    wrongs.push_back({oop[i][1], ip[i][1]});
+    wrongs.push_back({oop[i][1], ip[i][1], oop[i][2], ip[i][2]});
   }
   ncclRedOp_t op = ncclSum;
   if (job.opts.average == Average::Min) op = ncclMin;
@@ -131,6 +148,8 @@ void agreeRow(ThreadRanks& t, const std::vector<std::vector<double>>& oop, const
   mi->timeUs = time[1];
   mo->wrong = halfChecked(job, false) ? wrong[0] : -1;
   mi->wrong = halfChecked(job, true) ? wrong[1] : -1;
+  mo->wireBytes = wrong[2] / job.nranks;
+  mi->wireBytes = wrong[3] / job.nranks;
 }
 
 void fillBandwidth(const CollSpec& spec, size_t bytes, int nranks, Measurement* m) {
@@ -169,6 +188,7 @@ void sweepConfig(ThreadRanks& t, ncclDataType_t type, BenchOp op, int root, cons
     totals->busBwSum += mo.busBw + mi.busBw;
     totals->rows += 2;
     if (t.printer()) printRow(rowBytes, row.layout.paramCount, row, *job.spec, mo, mi);
+    if (t.printer() && job.spec->takesReduceConfig) printWireBytes(rowBytes, mo, mi);
   }
   clearOperator(t, op);
 }

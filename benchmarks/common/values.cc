@@ -69,10 +69,10 @@ double ValueScheme::reduced(size_t idx) const {
 }
 
 double ValueScheme::tolerance(double expected) const {
-  if (op_ != BenchOp::Avg || typeInfo(type_).cls != TypeClass::Float) return 0.0;
+  if (op_ != BenchOp::Avg || typeInfo(type_).cls != TypeClass::Float) return extraTol_;
   // Each of the n pre-scaled inputs and every partial sum may round once.
   const double magnitude = std::fabs(expected) + static_cast<double>(std::max<int64_t>(k_, 1));
-  return (nranks_ + 1) * tolEps_ * magnitude;
+  return (nranks_ + 1) * tolEps_ * magnitude + extraTol_;
 }
 
 }  // namespace chorus_bench

@@ -33,6 +33,10 @@ class ValueScheme {
   double reduced(size_t idx) const;
   // Largest |got - expected| accepted (0 except for floating-point avg).
   double tolerance(double expected) const;
+  // Accepts |got - expected| up to `absError` as well (compressed wire formats).
+  void allowError(double absError) { extraTol_ = absError; }
+  // Bound on |input(r, i)| over ranks and indices.
+  double maxAbsInput() const { return oneHot_ || op_ == BenchOp::Prod ? 2.0 : static_cast<double>(k_); }
 
   // input(r, i) and reduced(i) repeat with this period in i (at most a few
   // hundred), so filling and checking can tabulate one period.
@@ -50,6 +54,7 @@ class ValueScheme {
   bool signed_;    // negative inputs allowed
   bool oneHot_;    // k_ < 1: one contributing rank per element
   double tolEps_;  // relative precision of the type (floating avg only)
+  double extraTol_ = 0;
 };
 
 }  // namespace chorus_bench

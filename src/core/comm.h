@@ -25,6 +25,7 @@
 #include "core/op_fingerprint.h"
 #include "core/redop_table.h"
 #include "core/registration.h"
+#include "core/traffic_stats.h"
 #include "nccl.h"
 
 namespace chorus {
@@ -68,6 +69,9 @@ struct ncclComm {
   chorus::CommConfig config;
 
   std::unique_ptr<chorus::Bootstrap> bootstrap;
+  // Bytes moved and calls completed (chorusCommGetStats); before `conns`,
+  // whose connectors add to it, so it outlives them.
+  chorus::TrafficStats traffic;
   std::unique_ptr<chorus::ConnectionTable> conns;
   // The machines the ranks run on (built at init, immutable afterwards).
   std::shared_ptr<const chorus::topo::CommTopology> topology;

@@ -132,17 +132,25 @@ ncclResult_t connectPlan(Plan* plan) {
   return res;
 }
 
+// The plans' calls completed (GPU mode: were enqueued): the traffic counters' `ops`.
+ncclResult_t countCompleted(ncclResult_t res, std::span<Plan* const> plans) {
+  if (res == ncclSuccess)
+    for (Plan* p : plans) p->comm->traffic.ops.add(p->tasks.size());
+  return res;
+}
+
 // Common case: every task on one communicator; no allocation when cached.
 ncclResult_t executeOnOneComm(std::span<const Task> tasks) {
   CommGuard guard(tasks[0].comm);
   Plan* plan = nullptr;
   CHORUS_CHECK(lookupOrBuild(tasks, &plan));
   CHORUS_CHECK(connectPlan(plan));
+  const std::span<Plan* const> plans(&plan, 1);
   if (!tasks[0].comm->id.hostMode) {
     const std::vector<cudaStream_t> streams = streamsOf(tasks);
-    return submitToGpu(std::span<Plan* const>(&plan, 1), std::span<const std::vector<cudaStream_t>>(&streams, 1));
+    return countCompleted(submitToGpu(plans, std::span<const std::vector<cudaStream_t>>(&streams, 1)), plans);
   }
-  return runHostPlans(std::span<Plan* const>(&plan, 1));
+  return countCompleted(runHostPlans(plans), plans);
 }
 
 // Several communicators driven by this thread. Every plan is built (and so
@@ -171,8 +179,8 @@ ncclResult_t executeOnManyComms(std::span<const Task> tasks) {
     gpuPlans.push_back(plans[i]);
     gpuStreams.push_back(streamsOf(groups[i]));
   }
-  if (!gpuPlans.empty()) CHORUS_CHECK(submitToGpu(gpuPlans, gpuStreams));
-  return hostPlans.empty() ? ncclSuccess : runHostPlans(hostPlans);
+  if (!gpuPlans.empty()) CHORUS_CHECK(countCompleted(submitToGpu(gpuPlans, gpuStreams), gpuPlans));
+  return hostPlans.empty() ? ncclSuccess : countCompleted(runHostPlans(hostPlans), hostPlans);
 }
 
 ncclResult_t executeTasks(std::span<const Task> tasks) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "bootstrap/bootstrap.h"
+#include "core/traffic_stats.h"
 #include "transport/connector_source.h"
 #include "transport/fifo.h"
 #include "transport/transport.h"
@@ -20,8 +21,9 @@ namespace chorus {
 class ConnectionTable final : public ConnectorSource {
  public:
   // `waitLimitMs`: the communicator's CHORUS_TIMEOUT_MS, passed to the transports (0 = no limit).
+  // `traffic`: the communicator's counters the connectors add to (null: none; must outlive the table).
   ConnectionTable(int rank, Bootstrap* bootstrap, std::vector<PeerInfo> peers, uint64_t commHash,
-                  int64_t waitLimitMs = 0);
+                  int64_t waitLimitMs = 0, TrafficStats* traffic = nullptr);
 
   // Returns the connector; a new receiver is created and announced now, a new
   // sender is registered and completed by connectAll().
@@ -73,6 +75,7 @@ class ConnectionTable final : public ConnectorSource {
   std::vector<PeerInfo> peers_;
   uint64_t commHash_;
   int64_t waitLimitMs_;
+  TrafficStats* traffic_;
   std::map<ConnKey, std::unique_ptr<RecvConnector>> recvs_;
   std::map<ConnKey, std::unique_ptr<SendConnector>> sends_;
   std::vector<PendingSend> pending_;

@@ -21,6 +21,7 @@
 #include <memory>
 
 #include "core/op_fingerprint.h"
+#include "core/traffic_stats.h"
 #include "kernels/common/direct_slot.h"
 
 namespace chorus {
@@ -117,8 +118,17 @@ struct FifoEnd {
   std::shared_ptr<void> memory;        // keeps the FIFO memory mapped while we use it
   std::shared_ptr<LinkHealth> health;  // set when a proxy moves the data (net); else null
   Doorbell* doorbell = nullptr;        // rung after post()/release() when a proxy moves the data
+  // The communicator's counter of this end's direction and link
+  // (core/traffic_stats.h); null for connectors no communicator counts.
+  StatCounter* traffic = nullptr;
   char* slot(uint64_t index) const { return slots + (index % nslots) * static_cast<size_t>(slotBytes); }
 };
+
+// The bytes a slot of `size` stands for: its size, or for a zero-copy
+// descriptor the whole step the receiver copies from the sender's buffer.
+inline uint64_t slotPayloadBytes(const char* slot, uint32_t size) {
+  return size == kDirectSlotMarker ? reinterpret_cast<const DirectDescriptor*>(slot)->bytes : size;
+}
 
 class SendConnector {
  public:
@@ -130,6 +140,7 @@ class SendConnector {
   }
   char* slot() const { return end_.slot(tail_); }
   void post(uint32_t bytes, const OpPrint& print = {}) {
+    if (end_.traffic != nullptr) end_.traffic->add(slotPayloadBytes(slot(), bytes));
     end_.ctl->sizes[tail_ % end_.nslots] = bytes;
     end_.ctl->prints[tail_ % end_.nslots] = print;
     end_.ctl->tail.store(++tail_, std::memory_order_release);
@@ -163,6 +174,7 @@ class RecvConnector {
   uint32_t size() const { return end_.ctl->sizes[head_ % end_.nslots]; }
   const OpPrint& print() const { return end_.ctl->prints[head_ % end_.nslots]; }
   void release() {
+    if (end_.traffic != nullptr) end_.traffic->add(slotPayloadBytes(slot(), size()));
     end_.ctl->head.store(++head_, std::memory_order_release);
     if (end_.doorbell != nullptr) end_.doorbell->ring();
   }
