@@ -14,18 +14,28 @@ constexpr int64_t kUndeliveredGraceMs = 2000;
 
 const char* connClassName(ConnClass c) {
   switch (c) {
-    case ConnClass::Ring: return "ring";
-    case ConnClass::TreeUp: return "tree-up";
-    case ConnClass::TreeDown: return "tree-down";
-    case ConnClass::P2P: return "p2p";
-    case ConnClass::Direct: return "direct";
+    case ConnClass::Ring:
+      return "ring";
+    case ConnClass::TreeUp:
+      return "tree-up";
+    case ConnClass::TreeDown:
+      return "tree-down";
+    case ConnClass::P2P:
+      return "p2p";
+    case ConnClass::Direct:
+      return "direct";
   }
   return "?";
 }
 
 ConnectionTable::ConnectionTable(int rank, Bootstrap* bootstrap, std::vector<PeerInfo> peers, uint64_t commHash,
-                                 int64_t waitLimitMs)
-    : rank_(rank), bootstrap_(bootstrap), peers_(std::move(peers)), commHash_(commHash), waitLimitMs_(waitLimitMs) {}
+                                 int64_t waitLimitMs, std::string netName)
+    : rank_(rank),
+      bootstrap_(bootstrap),
+      peers_(std::move(peers)),
+      commHash_(commHash),
+      waitLimitMs_(waitLimitMs),
+      netName_(std::move(netName)) {}
 
 std::string ConnectionTable::tagOf(const ConnKey& key, int from, int to) const {
   char buf[96];
@@ -48,6 +58,7 @@ ConnRequest ConnectionTable::requestFor(const ConnKey& key, int from, int to, ui
            key.channel, from, to);
   req.label = buf;
   req.waitLimitMs = waitLimitMs_;
+  req.netName = netName_;
   return req;
 }
 
@@ -60,8 +71,7 @@ ncclResult_t ConnectionTable::requestRecv(const ConnKey& key, uint32_t slotBytes
   }
   const PeerInfo& peer = peers_[key.peer];
   Transport* t = selectTransport(peers_[rank_], peer);
-  if (t == nullptr)
-    return fail(ncclInvalidUsage, "no transport can connect rank %d to rank %d", rank_, key.peer);
+  if (t == nullptr) return fail(ncclInvalidUsage, "no transport can connect rank %d to rank %d", rank_, key.peer);
   ConnRequest req = requestFor(key, key.peer, rank_, slotBytes, nslots);
   FifoEnd end;
   std::vector<uint8_t> handle;
@@ -111,14 +121,14 @@ ncclResult_t ConnectionTable::connectPending(const WaitBound& bound) {
     PendingSend p = pending_.back();
     const PeerInfo& peer = peers_[p.key.peer];
     Transport* t = selectTransport(peers_[rank_], peer);
-    if (t == nullptr)
-      return fail(ncclInvalidUsage, "no transport can connect rank %d to rank %d", rank_, p.key.peer);
+    if (t == nullptr) return fail(ncclInvalidUsage, "no transport can connect rank %d to rank %d", rank_, p.key.peer);
     std::vector<uint8_t> handle;
     ncclResult_t res = bootstrap_->recv(p.key.peer, tagOf(p.key, rank_, p.key.peer), &handle, bound);
     if (res != ncclSuccess) {
       std::string why = lastErrorMessage();
-      return fail(res, "rank %d: could not connect to peer rank %d (pid %d) for %s: the peer is dead, stuck or did not "
-                       "make the matching call (%s)",
+      return fail(res,
+                  "rank %d: could not connect to peer rank %d (pid %d) for %s: the peer is dead, stuck or did not "
+                  "make the matching call (%s)",
                   rank_, p.key.peer, peer.pid, p.req.label.c_str(), why.c_str());
     }
     FifoEnd end;
@@ -147,8 +157,9 @@ bool ConnectionTable::brokenLink(std::string* why) const {
 ncclResult_t ConnectionTable::checkLink(const FifoEnd& end) const {
   if (!end.health || !end.health->failed()) return ncclSuccess;
   const PeerInfo& p = peers_[end.peer];
-  return fail(static_cast<ncclResult_t>(end.health->code), "rank %d: link to peer rank %d (pid %d, host %016llx) failed: %s",
-              rank_, end.peer, p.pid, (unsigned long long)p.hostHash, end.health->message);
+  return fail(static_cast<ncclResult_t>(end.health->code),
+              "rank %d: link to peer rank %d (pid %d, host %016llx) failed: %s", rank_, end.peer, p.pid,
+              (unsigned long long)p.hostHash, end.health->message);
 }
 
 }  // namespace chorus

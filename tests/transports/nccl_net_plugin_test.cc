@@ -253,5 +253,41 @@ TEST(NcclNetPluginProcesses, FailingIsendIsAnErrorNotACrash) {
       opts);
 }
 
+// ncclConfig_t.netName picks the backend per communicator: a child split with
+// netName "Socket" keeps off the plugin that its parent (no name: the plugin
+// comes first) uses.
+TEST(NcclNetPluginProcesses, ConfigNetNameChoosesTheBackendPerCommunicator) {
+  RunOptions opts;
+  opts.initComms = false;
+  opts.timeoutMs = 60000;
+  opts.env = {{"NCCL_SOCKET_IFNAME", "lo"},
+              {"NCCL_NET_PLUGIN", plugin("v11")},
+              {"NCCL_NET", ""},
+              {"CHORUS_TIMEOUT_MS", "15000"}};
+  runProcesses(
+      2,
+      [&](RankCtx& ctx) {
+        ncclComm_t parent = nullptr;
+        if (!initOnHost(ctx, 1, &parent)) return;
+        ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+        config.netName = "Socket";
+        ncclComm_t child = nullptr;
+        if (!RANK_OK(ctx, ncclCommSplit(parent, 0, ctx.rank, &child, &config))) return;
+        std::vector<float> buf(5000, 1.0f);
+        RANK_OK(ctx, ncclAllReduce(buf.data(), buf.data(), buf.size(), ncclFloat32, ncclSum, child, nullptr));
+        if (buf[17] != 2.0f) ctx.fail("rank %d: child sum %g", ctx.rank, buf[17]);
+        const long afterChild = pluginCounter("v11", "ncclTestNetSends");
+        if (afterChild > 0)
+          ctx.fail("rank %d: netName=Socket still sent %ld messages via the plugin", ctx.rank, afterChild);
+        RANK_OK(ctx, ncclAllReduce(buf.data(), buf.data(), buf.size(), ncclFloat32, ncclSum, parent, nullptr));
+        if (buf[17] != 4.0f) ctx.fail("rank %d: parent sum %g", ctx.rank, buf[17]);
+        if (pluginCounter("v11", "ncclTestNetSends") <= 0)
+          ctx.fail("rank %d: the parent did not use the plugin", ctx.rank);
+        RANK_OK(ctx, ncclCommDestroy(child));
+        RANK_OK(ctx, ncclCommDestroy(parent));
+      },
+      opts);
+}
+
 }  // namespace
 }  // namespace chorus::test

@@ -50,9 +50,8 @@ struct BackendRegistry {
   std::recursive_mutex mu;
   std::map<const chorusNet_v1_t*, InitState> inits;
   std::map<std::string, const chorusNet_v1_t*> plugins;  // by NCCL_NET_PLUGIN value
-  std::string chosenKey;
-  const chorusNet_v1_t* chosen = nullptr;
-  int chosenDevices = 0;
+  // By "<wanted name>|<NCCL_NET_PLUGIN>": the backend and its device count.
+  std::map<std::string, std::pair<const chorusNet_v1_t*, int>> choices;
 };
 
 BackendRegistry& registry() {
@@ -152,21 +151,21 @@ std::string describeAvailable(const std::vector<const chorusNet_v1_t*>& all) {
   return s;
 }
 
-ncclResult_t chooseByName(const std::string& want, const std::vector<const chorusNet_v1_t*>& all,
+ncclResult_t chooseByName(const std::string& want, const char* source, const std::vector<const chorusNet_v1_t*>& all,
                           const chorusNet_v1_t** net, int* ndev, std::string* why) {
   for (const chorusNet_v1_t* n : all) {
     if (strcasecmp(n->name, want.c_str()) != 0) continue;
     ncclResult_t res = netInitBackend(n, ndev);
     if (res != ncclSuccess)
-      return fail(res, "net: NCCL_NET=%s: the %s backend failed to initialize: %s", want.c_str(), n->name,
+      return fail(res, "net: %s=%s: the %s backend failed to initialize: %s", source, want.c_str(), n->name,
                   lastErrorMessage());
     if (*ndev <= 0)
-      return fail(ncclSystemError, "net: NCCL_NET=%s: the %s backend has no devices", want.c_str(), n->name);
+      return fail(ncclSystemError, "net: %s=%s: the %s backend has no devices", source, want.c_str(), n->name);
     *net = n;
-    *why = "selected by NCCL_NET=" + want;
+    *why = std::string("selected by ") + source + "=" + want;
     return ncclSuccess;
   }
-  return fail(ncclInvalidArgument, "net: NCCL_NET=%s names no network backend; available: %s", want.c_str(),
+  return fail(ncclInvalidArgument, "net: %s=%s names no network backend; available: %s", source, want.c_str(),
               describeAvailable(all).c_str());
 }
 
@@ -281,14 +280,15 @@ ncclResult_t netLoadPlugin(const std::string& spec, const chorusNet_v1_t** net) 
   return ncclSuccess;
 }
 
-ncclResult_t netChooseBackend(const chorusNet_v1_t** net, int* ndev) {
+ncclResult_t netChooseBackend(const chorusNet_v1_t** net, int* ndev, const std::string& netName) {
   BackendRegistry& reg = registry();
   std::lock_guard<std::recursive_mutex> lock(reg.mu);
-  const std::string want = params::net();
+  const std::string want = netName.empty() ? params::net() : netName;
   const std::string key = want + "|" + params::netPlugin();
-  if (reg.chosen != nullptr && reg.chosenKey == key) {
-    *net = reg.chosen;
-    *ndev = reg.chosenDevices;
+  auto cached = reg.choices.find(key);
+  if (cached != reg.choices.end()) {
+    *net = cached->second.first;
+    *ndev = cached->second.second;
     return ncclSuccess;
   }
   const chorusNet_v1_t* plugin = pluginFromEnv();
@@ -301,14 +301,12 @@ ncclResult_t netChooseBackend(const chorusNet_v1_t** net, int* ndev) {
       all.push_back(plugin);
     }
     for (const chorusNet_v1_t* n : netBuiltinBackends()) all.push_back(n);
-    CHORUS_CHECK(chooseByName(want, all, net, ndev, &why));
+    CHORUS_CHECK(chooseByName(want, netName.empty() ? "NCCL_NET" : "ncclConfig_t.netName", all, net, ndev, &why));
   } else {
     CHORUS_CHECK(chooseByPreference(plugin, net, ndev, &why));
   }
   CHORUS_INFO(kLogNet | kLogInit, "net: using the %s backend with %d device(s): %s", (*net)->name, *ndev, why.c_str());
-  reg.chosen = *net;
-  reg.chosenDevices = *ndev;
-  reg.chosenKey = key;
+  reg.choices[key] = {*net, *ndev};
   return ncclSuccess;
 }
 
