@@ -101,6 +101,7 @@ ncclResult_t resolveCommConfig(const ncclConfig_t* user, const CommConfig* inher
   }
   if (c.minChannels > c.maxChannels) c.maxChannels = c.minChannels;
   if (has(user, &user->commName) && user->commName != nullptr) c.commName = user->commName;
+  if (has(user, &user->netName) && user->netName != nullptr) c.netName = user->netName;
   if (has(user, &user->splitShare) && user->splitShare != NCCL_CONFIG_UNDEF_INT) c.splitShare = user->splitShare;
   *out = c;
   return ncclSuccess;

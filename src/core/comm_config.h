@@ -15,6 +15,7 @@ struct CommConfig {
   int maxChannels = 2;
   bool maxChannelsChosen = false;  // set by the user (env or config): GPU mode keeps it
   std::string commName;
+  std::string netName;  // ncclConfig_t.netName: network backend by name for this communicator ("": NCCL_NET)
   int splitShare = 0;
   uint32_t slotBytes = 128 * 1024;
   uint32_t llSlotBytes = 8 * 1024;

@@ -100,7 +100,8 @@ ncclResult_t exchangePeers(ncclComm* comm, const WaitBound& bound) {
   comm->id.localRank = localRank;
   adaptToOversubscription(comm);
   comm->conns = std::make_unique<ConnectionTable>(comm->id.rank, comm->bootstrap.get(), std::move(peers),
-                                                  comm->id.commHash, comm->config.timeoutMs, &comm->traffic);
+                                                  comm->id.commHash, comm->config.timeoutMs, &comm->traffic,
+                                                  comm->config.netName);
   return topo::buildCommTopology(comm, topoRecords, bound);
 }
 

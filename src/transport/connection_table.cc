@@ -29,13 +29,14 @@ const char* connClassName(ConnClass c) {
 }
 
 ConnectionTable::ConnectionTable(int rank, Bootstrap* bootstrap, std::vector<PeerInfo> peers, uint64_t commHash,
-                                 int64_t waitLimitMs, TrafficStats* traffic)
+                                 int64_t waitLimitMs, TrafficStats* traffic, std::string netName)
     : rank_(rank),
       bootstrap_(bootstrap),
       peers_(std::move(peers)),
       commHash_(commHash),
       waitLimitMs_(waitLimitMs),
-      traffic_(traffic) {}
+      traffic_(traffic),
+      netName_(std::move(netName)) {}
 
 std::string ConnectionTable::tagOf(const ConnKey& key, int from, int to) const {
   char buf[96];
@@ -58,6 +59,7 @@ ConnRequest ConnectionTable::requestFor(const ConnKey& key, int from, int to, ui
            key.channel, from, to);
   req.label = buf;
   req.waitLimitMs = waitLimitMs_;
+  req.netName = netName_;
   return req;
 }
 

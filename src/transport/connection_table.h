@@ -8,6 +8,7 @@
 
 #include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "bootstrap/bootstrap.h"
@@ -22,8 +23,9 @@ class ConnectionTable final : public ConnectorSource {
  public:
   // `waitLimitMs`: the communicator's CHORUS_TIMEOUT_MS, passed to the transports (0 = no limit).
   // `traffic`: the communicator's counters the connectors add to (null: none; must outlive the table).
+  // `netName`: its ncclConfig_t.netName ("": NCCL_NET decides).
   ConnectionTable(int rank, Bootstrap* bootstrap, std::vector<PeerInfo> peers, uint64_t commHash,
-                  int64_t waitLimitMs = 0, TrafficStats* traffic = nullptr);
+                  int64_t waitLimitMs = 0, TrafficStats* traffic = nullptr, std::string netName = "");
 
   // Returns the connector; a new receiver is created and announced now, a new
   // sender is registered and completed by connectAll().
@@ -76,6 +78,7 @@ class ConnectionTable final : public ConnectorSource {
   uint64_t commHash_;
   int64_t waitLimitMs_;
   TrafficStats* traffic_;
+  std::string netName_;
   std::map<ConnKey, std::unique_ptr<RecvConnector>> recvs_;
   std::map<ConnKey, std::unique_ptr<SendConnector>> sends_;
   std::vector<PendingSend> pending_;

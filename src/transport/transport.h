@@ -26,7 +26,7 @@ struct PeerInfo {
   int pid = 0;
   uint64_t hostHash = 0;
   uint64_t processToken = 0;  // distinguishes processes with equal pid (e.g. across containers)
-  int cudaDev = -1;  // in this rank's own device numbering (CUDA_VISIBLE_DEVICES may differ between processes)
+  int cudaDev = -1;           // in this rank's own device numbering (CUDA_VISIBLE_DEVICES may differ between processes)
   int hostMode = 1;
   char busId[16] = {};  // GPU mode: the PCI bus id of the rank's GPU ("0000:3b:00.0"), comparable across processes
 };
@@ -40,14 +40,15 @@ struct ConnRequest {
   int peerRank = -1;
   uint32_t slotBytes = 0;
   uint32_t nslots = 0;
-  int channel = 0;    // the connector's channel; the net transport spreads channels over NICs
+  int channel = 0;  // the connector's channel; the net transport spreads channels over NICs
   // GPU mode: CUDA kernels, not host threads, use the connector, so its FIFO
   // must be reachable from `selfDevice` (device memory, or host memory that is
   // pinned and mapped); FifoEnd's pointers are then the addresses kernels use.
   bool deviceMemory = false;
   int selfDevice = -1;
-  std::string label;  // for messages: "comm 0x.. ring ch0 1->2"
+  std::string label;        // for messages: "comm 0x.. ring ch0 1->2"
   int64_t waitLimitMs = 0;  // the communicator's CHORUS_TIMEOUT_MS (core/wait_limit.h): 0 = no limit
+  std::string netName;      // ncclConfig_t.netName: the network backend to use ("": NCCL_NET, else preference)
 };
 
 class Transport {

@@ -1,6 +1,7 @@
 // Link-level compatibility: the dynamic symbols our libraries export, compared
 // with NVIDIA's libnccl.so.2, and a program linked against NVIDIA's library
 // loading ours instead.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -76,8 +77,7 @@ TEST(Symbols, NvidiaFunctionsAreExported) {
       auto it = ours.find(name);
       if (it == ours.end() || !isFunction(it->second)) missing += "  " + name + "\n";
     }
-    EXPECT_TRUE(missing.empty()) << lib << " does not export these functions of " << kNvidiaNccl << ":\n"
-                                 << missing;
+    EXPECT_TRUE(missing.empty()) << lib << " does not export these functions of " << kNvidiaNccl << ":\n" << missing;
   }
 }
 
@@ -92,6 +92,38 @@ TEST(Symbols, OnlyTheApiIsExported) {
     EXPECT_TRUE(extra.empty()) << lib << " exports symbols outside nccl*/pnccl*/chorus* (check exports.map):\n"
                                << extra;
   }
+}
+
+// A net plugin defines a global function with the mangled name of one inside
+// Chorus (chorus::lastErrorMessage). Neither may bind to the other's copy,
+// whichever is loaded first with RTLD_GLOBAL (each order runs in its own
+// ctest process).
+constexpr const char* kInternalSymbol = "_ZN6chorus16lastErrorMessageEv";
+constexpr const char* kPluginsAnswer = "nccl-test-net's own";
+
+void expectSeparateInternals(void* nccl, void* plugin) {
+  ASSERT_NE(nccl, nullptr) << dlerror();
+  ASSERT_NE(plugin, nullptr) << dlerror();
+  EXPECT_EQ(dlsym(nccl, kInternalSymbol), nullptr) << "libnccl.so.2 exports a Chorus internal";
+  EXPECT_NE(dlsym(plugin, kInternalSymbol), nullptr) << "the test plugin lost its colliding symbol";
+  auto pluginCall = reinterpret_cast<const char* (*)()>(dlsym(plugin, "ncclTestNetWhoseLastError"));
+  ASSERT_NE(pluginCall, nullptr);
+  EXPECT_STREQ(pluginCall(), kPluginsAnswer);
+  auto getLastError = reinterpret_cast<const char* (*)(void*)>(dlsym(nccl, "ncclGetLastError"));
+  ASSERT_NE(getLastError, nullptr);
+  EXPECT_STRNE(getLastError(nullptr), kPluginsAnswer) << "Chorus called the plugin's function";
+}
+
+TEST(Symbols, PluginLoadedAfterTheLibraryKeepsItsOwnGlobals) {
+  void* nccl = dlopen(kOurNccl, RTLD_NOW | RTLD_GLOBAL);
+  void* plugin = dlopen(CHORUS_ABI_TEST_NET_PLUGIN, RTLD_NOW | RTLD_GLOBAL);
+  expectSeparateInternals(nccl, plugin);
+}
+
+TEST(Symbols, LibraryLoadedAfterAPluginKeepsItsOwnInternals) {
+  void* plugin = dlopen(CHORUS_ABI_TEST_NET_PLUGIN, RTLD_NOW | RTLD_GLOBAL);
+  void* nccl = dlopen(kOurNccl, RTLD_NOW | RTLD_GLOBAL);
+  expectSeparateInternals(nccl, plugin);
 }
 
 // Every ncclX has its profiling twin pncclX and vice versa.

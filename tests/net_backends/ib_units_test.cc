@@ -314,6 +314,20 @@ TEST(IbKnobs, QpAttributesFromKnobsAndRecords) {
   EXPECT_EQ(ib::computeRtrAttrs(local, ibRemote, &rtr), ncclRemoteError);  // RoCE vs IB
 }
 
+// NCCL_IB_SL / NCCL_IB_TC land in the RTR address vector, within their ranges.
+TEST(IbKnobs, ServiceLevelAndTrafficClass) {
+  ib::IbRtrAttrs rtr;
+  EXPECT_EQ(rtr.serviceLevel, 0);
+  EXPECT_EQ(rtr.trafficClass, 0);
+  ASSERT_EQ(ib::applyQosKnobs(5, 106, &rtr), ncclSuccess);
+  EXPECT_EQ(rtr.serviceLevel, 5);
+  EXPECT_EQ(rtr.trafficClass, 106);
+  EXPECT_EQ(ib::applyQosKnobs(16, 0, &rtr), ncclInvalidArgument);
+  EXPECT_EQ(ib::applyQosKnobs(0, 256, &rtr), ncclInvalidArgument);
+  EXPECT_EQ(ib::applyQosKnobs(-1, 0, &rtr), ncclInvalidArgument);
+  EXPECT_EQ(rtr.serviceLevel, 5);  // a refused value leaves the attributes alone
+}
+
 // NCCL_NET_GDR_LEVEL names topo::PathType values: the five classes
 // LOC..SYS by name, or one digit in NCCL's legacy numbering.
 TEST(IbKnobs, GdrLevelParsingAndPolicy) {

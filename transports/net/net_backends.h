@@ -13,8 +13,10 @@
 namespace chorus {
 
 // The backend new connections use, initialized, with its device count (> 0).
-// Re-evaluated when NCCL_NET or NCCL_NET_PLUGIN change; logs the choice at INFO.
-ncclResult_t netChooseBackend(const chorusNet_v1_t** net, int* ndev);
+// `netName` (a communicator's ncclConfig_t.netName) overrides NCCL_NET when
+// not empty. Re-evaluated when NCCL_NET or NCCL_NET_PLUGIN change; logs each
+// new choice at INFO.
+ncclResult_t netChooseBackend(const chorusNet_v1_t** net, int* ndev, const std::string& netName = "");
 
 // Loads an external backend: `spec` is a path, or a name X tried as
 // libchorus-net-X.so. On failure returns an error with the reason (missing

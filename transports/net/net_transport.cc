@@ -77,7 +77,7 @@ ncclResult_t NetTransport::createRecv(const ConnRequest& req, const PeerInfo& pe
                                       std::vector<uint8_t>* handle) {
   const chorusNet_v1_t* net = nullptr;
   int ndev = 0;
-  CHORUS_CHECK(netChooseBackend(&net, &ndev));
+  CHORUS_CHECK(netChooseBackend(&net, &ndev, req.netName));
   const int dev = req.channel % ndev;
   auto link = std::make_shared<NetLink>(false, net, linkLabel(req, net, dev));
   link->waitLimitMs = req.waitLimitMs;
@@ -100,7 +100,7 @@ ncclResult_t NetTransport::connectSend(const ConnRequest& req, const PeerInfo& p
                                        FifoEnd* end) {
   const chorusNet_v1_t* net = nullptr;
   int ndev = 0;
-  CHORUS_CHECK(netChooseBackend(&net, &ndev));
+  CHORUS_CHECK(netChooseBackend(&net, &ndev, req.netName));
   NetHandleHeader hdr{};
   if (handle.size() != sizeof(hdr) + CHORUS_NET_HANDLE_BYTES)
     return fail(ncclInternalError, "net: %s: handle of %zu bytes from rank %d", req.label.c_str(), handle.size(),

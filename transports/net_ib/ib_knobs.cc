@@ -20,6 +20,16 @@ ncclResult_t qpKnobsFromValues(int64_t timeout, int64_t retryCnt, IbQpKnobs* out
   return ncclSuccess;
 }
 
+ncclResult_t applyQosKnobs(int64_t serviceLevel, int64_t trafficClass, IbRtrAttrs* rtr) {
+  if (serviceLevel < 0 || serviceLevel > 15)
+    return fail(ncclInvalidArgument, "NET/IB: NCCL_IB_SL=%lld outside 0..15", static_cast<long long>(serviceLevel));
+  if (trafficClass < 0 || trafficClass > 255)
+    return fail(ncclInvalidArgument, "NET/IB: NCCL_IB_TC=%lld outside 0..255", static_cast<long long>(trafficClass));
+  rtr->serviceLevel = static_cast<uint8_t>(serviceLevel);
+  rtr->trafficClass = static_cast<uint8_t>(trafficClass);
+  return ncclSuccess;
+}
+
 ncclResult_t computeRtrAttrs(const IbConnMeta& local, const IbConnMeta& remote, IbRtrAttrs* out) {
   if (local.linkLayer != remote.linkLayer)
     return fail(ncclRemoteError, "NET/IB: peer port is %s but ours is %s (cannot connect RoCE and InfiniBand)",

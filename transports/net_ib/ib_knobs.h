@@ -36,6 +36,8 @@ struct IbRtrAttrs {
   uint8_t hopLimit = 255;
   uint16_t dlid = 0;
   uint8_t port = 1;
+  uint8_t serviceLevel = 0;  // NCCL_IB_SL
+  uint8_t trafficClass = 0;  // NCCL_IB_TC (GRH, so RoCE)
 };
 // Ready-to-send: our side's retry behaviour and send PSN.
 struct IbRtsAttrs {
@@ -47,6 +49,8 @@ struct IbRtsAttrs {
 };
 
 // Fails (ncclRemoteError) when the link layers differ.
+// Validates NCCL_IB_SL (0..15) and NCCL_IB_TC (0..255) into `rtr`.
+ncclResult_t applyQosKnobs(int64_t serviceLevel, int64_t trafficClass, IbRtrAttrs* rtr);
 ncclResult_t computeRtrAttrs(const IbConnMeta& local, const IbConnMeta& remote, IbRtrAttrs* out);
 IbRtsAttrs computeRtsAttrs(const IbConnMeta& local, const IbQpKnobs& knobs);
 

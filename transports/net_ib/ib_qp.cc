@@ -4,6 +4,7 @@
 #include <cstring>
 #include <random>
 
+#include "core/params.h"
 #include "core/result.h"
 
 namespace chorus::ib {
@@ -66,6 +67,7 @@ ncclResult_t connectQp(const IbQp& qp, const IbConnMeta& remote, const IbQpKnobs
   const VerbsApi* api = verbsApi();
   IbRtrAttrs rtr;
   CHORUS_CHECK(computeRtrAttrs(qp.local, remote, &rtr));
+  CHORUS_CHECK(applyQosKnobs(params::ibSl(), params::ibTc(), &rtr));
   ibv_qp_attr attr{};
   attr.qp_state = IBV_QPS_RTR;
   attr.path_mtu = static_cast<ibv_mtu>(rtr.pathMtu);
@@ -76,10 +78,12 @@ ncclResult_t connectQp(const IbQp& qp, const IbConnMeta& remote, const IbQpKnobs
   attr.ah_attr.port_num = rtr.port;
   attr.ah_attr.dlid = rtr.dlid;
   attr.ah_attr.is_global = rtr.global ? 1 : 0;
+  attr.ah_attr.sl = rtr.serviceLevel;
   if (rtr.global) {
     std::memcpy(attr.ah_attr.grh.dgid.raw, rtr.dgid.data(), 16);
     attr.ah_attr.grh.sgid_index = rtr.sgidIndex;
     attr.ah_attr.grh.hop_limit = rtr.hopLimit;
+    attr.ah_attr.grh.traffic_class = rtr.trafficClass;
   }
   CHORUS_CHECK(modify(api, qp.qp, &attr,
                       IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
