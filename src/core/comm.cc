@@ -13,7 +13,9 @@
 // The communicator is the composition root: its constructor and destructor
 // are the one place that sees every part it owns.
 ncclComm::ncclComm() : planCache(std::make_unique<chorus::PlanCache>()) {}
-ncclComm::~ncclComm() = default;
+ncclComm::~ncclComm() {
+  if (bootstrap) bootstrap->unpublishStatus();  // its answers read `activity`, destroyed first
+}
 
 namespace chorus {
 
