@@ -134,7 +134,11 @@ bool findStraySlot(const Plan& plan, OpMismatchRecord* r);
 // not waited for (classifySends, once per plan, when its connectors are connected).
 bool sendsTaken(const Plan& plan);
 void classifySends(Plan& plan);
-// The plan finished: its receive connectors say so to their senders (doneSeq).
+// Its receive connectors tell their senders that this rank completed the
+// operation (FifoControl::doneSeq): a broadcast or reduce plan when it
+// finished (markPlanDone, from the host executor), any other plan when it
+// starts (markPlanStarted, from stampPlan; host mode).
+void markPlanStarted(const Plan& plan);
 void markPlanDone(const Plan& plan);
 // The peer whose completion the plan still awaits (awaitDone), or -1.
 int awaitedCompletion(const Plan& plan);

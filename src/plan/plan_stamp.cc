@@ -17,6 +17,7 @@ void stampPlan(Plan& plan) {
     s.mine = makeOpPrint(t.type, t.count, t.dtype, t.spec.kind, t.root, seq);
     s.expect = expectedFromPeer(s.mine);
   }
+  markPlanStarted(plan);
 }
 
 }  // namespace chorus

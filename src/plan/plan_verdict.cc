@@ -75,26 +75,30 @@ bool findStraySlot(const Plan& plan, OpMismatchRecord* r) {
 // it takes what this rank sends without waiting for it. Every other send
 // connector (point-to-point, groups, a broadcast root) must be drained.
 // A broadcast or a reduce moves data along a tree or a chain, never in a
-// cycle, so waiting for the receivers' completion cannot deadlock; in the
-// other collectives every rank's result needs every rank's data, so a
-// mismatch anywhere already stops everyone.
+// cycle; in the other collectives every rank's result needs every rank's
+// data, so a mismatch anywhere already stops everyone.
+bool completesTogether(const Plan& plan) {
+  return plan.tasks.size() == 1 &&
+         (plan.tasks[0].type == CollType::Broadcast || plan.tasks[0].type == CollType::Reduce);
+}
+
 void classifySends(Plan& plan) {
   plan.unprovenSends.clear();
   plan.awaitDone.clear();
   const bool oneCollective =
       plan.tasks.size() == 1 && plan.tasks[0].type != CollType::Send && plan.tasks[0].type != CollType::Recv;
-  const bool tree =
-      oneCollective && (plan.tasks[0].type == CollType::Broadcast || plan.tasks[0].type == CollType::Reduce);
   for (const ConnRef& c : plan.conns) {
     if (c.send == nullptr) continue;
     bool proven = false;
     for (const ConnRef& r : plan.conns) proven = proven || (oneCollective && r.recv && r.end().peer == c.end().peer);
     if (proven) continue;
     plan.unprovenSends.push_back(c.send);
-    if (tree) plan.awaitDone.push_back(c.send);
+    if (completesTogether(plan)) plan.awaitDone.push_back(c.send);
   }
   plan.sendsClassified = true;
 }
+
+namespace {
 
 uint64_t collectiveSeq(const Plan& plan) {
   uint64_t seq = 0;
@@ -104,11 +108,25 @@ uint64_t collectiveSeq(const Plan& plan) {
   return seq;
 }
 
-void markPlanDone(const Plan& plan) {
+void markDone(const Plan& plan) {
   const uint64_t seq = collectiveSeq(plan);
-  if (seq == 0) return;
+  if (seq == 0 || !plan.comm->id.hostMode) return;
   for (const ConnRef& c : plan.conns)
     if (c.recv != nullptr && !c.end().health) c.end().ctl->doneSeq.store(seq, std::memory_order_release);
+}
+
+}  // namespace
+
+// A plan that does not wait for its own receivers marks its operation done
+// at once: its senders then wait, as before, only for it to take their data
+// (after their fingerprints matched). Marking only at its end could wait in
+// a cycle (a group whose other task needs a rank that waits for this mark).
+void markPlanStarted(const Plan& plan) {
+  if (!completesTogether(plan)) markDone(plan);
+}
+
+void markPlanDone(const Plan& plan) {
+  if (completesTogether(plan)) markDone(plan);
 }
 
 int awaitedCompletion(const Plan& plan) {
