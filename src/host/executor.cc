@@ -252,14 +252,19 @@ ncclResult_t runHostPlans(std::span<Plan* const> plans) {
     bool pending = false, progressed = false;
     ncclResult_t err = ncclSuccess;
     for (Plan* p : plans) {
+      bool planPending = false;
       for (Lane& lane : p->lanes) {
         for (int i = 0; i < kPiecesPerVisit && progressLane(*p, lane, &err); ++i) progressed = true;
         if (err != ncclSuccess) {
           markFailed(plans, err);
           return err;
         }
-        pending |= !lane.finished();
+        planPending |= !lane.finished();
       }
+      pending |= planPending;
+      // One thread driving several ranks: a finished plan says so at once,
+      // its senders may be among the plans this loop still waits for.
+      if (!planPending && plans.size() > 1 && sendsTaken(*p)) markPlanDone(*p);
     }
     if (progressed) backoff.progressed();  // also when it finished the work: that wait taught something too
     if (!pending && allSendsTaken(plans)) {
