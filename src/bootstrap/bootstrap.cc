@@ -23,6 +23,7 @@ Bootstrap::Bootstrap(std::shared_ptr<Mesh> mesh, std::string prefix, int rank, s
 }
 
 Bootstrap::~Bootstrap() {
+  unpublishStatus();
   if (mesh_) mesh_->leave(prefix_);
 }
 

@@ -77,6 +77,16 @@ class Bootstrap {
   // for its absence (stall reports poll with it).
   ncclResult_t tryRecv(int peer, const std::string& tag, std::vector<uint8_t>* data, bool* got);
 
+  // This rank's status, answered by its process's mailbox thread from
+  // `value()` whenever a peer asks (queryStatus), even while the rank's own
+  // thread is busy outside the library (mesh mode only; else nothing).
+  // unpublishStatus must run before whatever `value` reads is destroyed.
+  void publishStatus(std::function<std::vector<uint8_t>()> value);
+  void unpublishStatus();
+  // Asks rank `peer`'s mailbox for its status, waiting at most `boundMs`.
+  // ncclRemoteError if its process is gone or it did not answer in time.
+  ncclResult_t queryStatus(int peer, int64_t boundMs, std::vector<uint8_t>* value);
+
   std::shared_ptr<Store> store() const { return store_; }  // null in mesh mode
   const std::shared_ptr<Mesh>& mesh() const { return mesh_; }
   const std::string& prefix() const { return prefix_; }
@@ -116,6 +126,7 @@ class Bootstrap {
   uint64_t epoch_ = 0;
   uint64_t erasedBelow_ = 0;
   std::map<std::pair<int, std::string>, uint64_t> sendSeq_, recvSeq_;
+  bool published_ = false;
 };
 
 }  // namespace chorus

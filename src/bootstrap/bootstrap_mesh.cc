@@ -45,6 +45,34 @@ ncclResult_t Bootstrap::take(int from, const std::string& rest, std::vector<uint
   return mesh_->local().erasePrefix(key);
 }
 
+void Bootstrap::publishStatus(std::function<std::vector<uint8_t>()> value) {
+  if (!mesh_) return;
+  mesh_->setLive(meshKey("status/" + std::to_string(rank_)), std::move(value));
+  published_ = true;
+}
+
+void Bootstrap::unpublishStatus() {
+  if (!published_) return;
+  mesh_->removeLive(meshKey("status/" + std::to_string(rank_)));
+  published_ = false;
+}
+
+ncclResult_t Bootstrap::queryStatus(int peer, int64_t boundMs, std::vector<uint8_t>* value) {
+  if (!mesh_ || peer < 0 || peer >= nranks_)
+    return fail(ncclInvalidUsage, "bootstrap: no status of rank %d to ask for", peer);
+  const WaitBound bound = waitBoundAfter(boundMs);
+  std::shared_ptr<Store> box;
+  CHORUS_CHECK(mesh_->peer(mailboxes_[peer], peer, bound, &box));
+  std::vector<std::vector<uint8_t>> vals;
+  const ncclResult_t res = box->get({meshKey("status/" + std::to_string(peer))}, &vals, bound);
+  if (res != ncclSuccess) {
+    const std::string why = lastErrorMessage();
+    return fail(ncclRemoteError, "bootstrap: rank %d's mailbox did not answer a status query: %s", peer, why.c_str());
+  }
+  *value = std::move(vals[0]);
+  return ncclSuccess;
+}
+
 ncclResult_t Bootstrap::meshAllGather(const void* mine, size_t bytes, void* all, const WaitBound& bound) {
   const uint64_t epoch = nextEpoch();
   return bruckAllGather(

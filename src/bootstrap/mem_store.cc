@@ -13,8 +13,13 @@ bool MemStore::collectLocked(const std::vector<std::string>& keys, Values* value
   out.reserve(keys.size());
   for (const auto& k : keys) {
     auto it = data_.find(k);
-    if (it == data_.end()) return false;
-    out.push_back(it->second);
+    if (it != data_.end()) {
+      out.push_back(it->second);
+      continue;
+    }
+    auto live = live_.find(k);
+    if (live == live_.end()) return false;
+    out.push_back(live->second());
   }
   *values = std::move(out);
   return true;
@@ -23,7 +28,7 @@ bool MemStore::collectLocked(const std::vector<std::string>& keys, Values* value
 void MemStore::registerLocked(uint64_t id, Waiter* w) {
   w->missing = 0;
   for (const auto& k : w->keys) {
-    if (data_.count(k) != 0) continue;
+    if (hasLocked(k)) continue;
     waitersByKey_[k].push_back(id);
     ++w->missing;
   }
@@ -32,7 +37,7 @@ void MemStore::registerLocked(uint64_t id, Waiter* w) {
 MemStore::Missing MemStore::missingLocked(const std::vector<std::string>& keys) const {
   Missing m;
   for (const auto& k : keys) {
-    if (data_.count(k) != 0) continue;
+    if (hasLocked(k)) continue;
     if (m.count++ == 0) m.first = k;
   }
   return m;
@@ -177,6 +182,16 @@ ncclResult_t MemStore::erasePrefix(const std::string& prefix) {
   auto it = data_.lower_bound(prefix);
   while (it != data_.end() && it->first.compare(0, prefix.size(), prefix) == 0) it = data_.erase(it);
   return ncclSuccess;
+}
+
+void MemStore::setLive(const std::string& key, std::function<std::vector<uint8_t>()> value) {
+  std::lock_guard<std::mutex> lock(mu_);
+  live_.insert_or_assign(key, std::move(value));
+}
+
+void MemStore::removeLive(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  live_.erase(key);
 }
 
 size_t MemStore::size() const {

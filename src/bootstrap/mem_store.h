@@ -44,7 +44,17 @@ class MemStore : public Store {
   // Like add() but reports a non-counter value by returning false instead of failing.
   bool tryAdd(const std::string& key, int64_t delta, int64_t* result);
 
-  size_t size() const;          // number of keys held
+  // A live key: a get of `key` is answered with what `value()` returns at
+  // that moment, on the thread that serves the get (for remote ranks: the
+  // server's thread), so a process whose own threads are busy elsewhere
+  // still answers it. `value` runs under the store's lock: it must be quick
+  // and must not use the store. A live key is never missing, is not counted
+  // by size(), and is not erased by erasePrefix; removeLive returns once no
+  // call of `value` is running.
+  void setLive(const std::string& key, std::function<std::vector<uint8_t>()> value);
+  void removeLive(const std::string& key);
+
+  size_t size() const;            // number of keys held
   size_t pendingWatches() const;  // registered, not yet fired watches
 
  private:
@@ -62,12 +72,14 @@ class MemStore : public Store {
   bool collectLocked(const std::vector<std::string>& keys, Values* values) const;
   void registerLocked(uint64_t id, Waiter* w);
   Missing missingLocked(const std::vector<std::string>& keys) const;
+  bool hasLocked(const std::string& key) const { return data_.count(key) != 0 || live_.count(key) != 0; }
   static void runFired(std::vector<Fired>* fired);
 
   const std::string where_;
   mutable std::mutex mu_;
   // Ordered so that erasePrefix visits only the keys it removes.
   std::map<std::string, std::vector<uint8_t>> data_;
+  std::map<std::string, std::function<std::vector<uint8_t>()>> live_;
   std::unordered_map<uint64_t, Waiter> waiters_;
   // Key -> watches still waiting for it. Entries are dropped when the key is set.
   std::unordered_map<std::string, std::vector<uint64_t>> waitersByKey_;

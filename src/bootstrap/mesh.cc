@@ -140,6 +140,12 @@ void Mesh::markGone(const SockAddr& addr) {
   gone_.insert(addr.str());
 }
 
+void Mesh::setLive(const std::string& key, std::function<std::vector<uint8_t>()> value) {
+  server_->data().setLive(key, std::move(value));
+}
+
+void Mesh::removeLive(const std::string& key) { server_->data().removeLive(key); }
+
 size_t Mesh::heldKeys() const { return server_->data().size(); }
 
 void Mesh::join(const std::string& prefix) {

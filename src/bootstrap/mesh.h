@@ -8,6 +8,7 @@
 // reuses the parent's connections and nothing goes through the id creator.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -42,6 +43,10 @@ class Mesh {
   // (a mailbox closes only with its process or once no rank uses it), so
   // later calls fail at once.
   void markGone(const SockAddr& addr);
+  // A live key in this process's mailbox (MemStore::setLive): answered by
+  // the mailbox's thread from `value()` whenever a rank asks for it.
+  void setLive(const std::string& key, std::function<std::vector<uint8_t>()> value);
+  void removeLive(const std::string& key);
   // Keys held in this process's mailbox (tests: garbage must not grow).
   size_t heldKeys() const;
   // Communicator membership, for garbage collection: once the last member of

@@ -15,7 +15,9 @@
 // are the one place that sees every part it owns.
 ncclComm::ncclComm()
     : planCache(std::make_unique<chorus::PlanCache>()), wireResiduals(std::make_unique<chorus::WireResiduals>()) {}
-ncclComm::~ncclComm() = default;
+ncclComm::~ncclComm() {
+  if (bootstrap) bootstrap->unpublishStatus();  // its answers read `activity`, destroyed first
+}
 
 namespace chorus {
 

@@ -32,6 +32,7 @@
 #include "core/exception_guard.h"
 #include "core/host_identity.h"
 #include "core/mode.h"
+#include "core/rank_status.h"
 #include "core/result.h"
 #include "core/status_report.h"
 #include "core/wait_limit.h"
@@ -146,6 +147,7 @@ ncclResult_t initMembers(ncclComm* comm, MemberSpec spec) {
   if (spec.fromId) CHORUS_CHECK(joinFromId(comm, spec, bound, &job));
   const std::string& prefix = comm->bootstrap->prefix();
   comm->id.commHash = hashBytes(prefix.data(), prefix.size());
+  publishRankStatus(comm);
   CHORUS_CHECK(exchangePeers(comm, bound));
   if (!comm->id.hostMode) CHORUS_CHECK(gpu::commSetup(comm));  // sizes channels: before the graph search
   CHORUS_CHECK(setupCommGraph(comm));

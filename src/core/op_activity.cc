@@ -1,8 +1,24 @@
 #include "core/op_activity.h"
 
+#include <time.h>
+
 #include <cstring>
 
 namespace chorus {
+namespace {
+
+// CLOCK_MONOTONIC_COARSE: a few ns (no hardware counter read), ~4 ms resolution.
+int64_t coarseNowMs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
+}  // namespace
+
+OpActivity::OpActivity() : lastEndMs_(coarseNowMs()) {}
+
+int64_t OpActivity::msSinceLastCall() const { return coarseNowMs() - lastEndMs_.load(std::memory_order_relaxed); }
 
 std::string describeCall(const OpPrint& call) {
   char text[160];
@@ -30,6 +46,7 @@ void OpActivity::end() {
   collDone_.fetch_add(static_cast<uint64_t>(coll), r);
   p2pDone_.fetch_add(static_cast<uint64_t>(ntasks_.load(r) - coll), r);
   waitingSince_.store(0, r);
+  lastEndMs_.store(coarseNowMs(), r);
   inCall_.store(false, std::memory_order_release);
 }
 

@@ -3,8 +3,10 @@
 // finished, which call is in flight, and since when and on whom it waits.
 //
 // The owning thread writes these fields with relaxed atomic stores at the
-// start and end of every call (no lock, no clock read on the fast path); the
-// status dump reads them from another thread. A reader may see the fields of
+// start and end of every call (no lock; the end reads the coarse monotonic
+// clock, a few ns, so that a peer can be told how long this rank has been
+// outside the library); the status dump and the mailbox thread answering a
+// peer's status query (core/rank_status.h) read them from other threads. A reader may see the fields of
 // two neighbouring calls mixed; that is acceptable for a diagnostic.
 #pragma once
 
@@ -22,6 +24,8 @@ std::string describeCall(const OpPrint& call);
 
 class OpActivity {
  public:
+  OpActivity();
+
   // A call on this communicator starts: `first` is the fingerprint of the
   // first of its `ntasks` grouped operations (numbered by OpCounters),
   // `collectives` of them are collectives, the rest point-to-point.
@@ -35,6 +39,9 @@ class OpActivity {
   // Number of the latest collective started (1-based; 0: none yet).
   uint64_t lastCollective() const { return collStarted_.load(std::memory_order_relaxed); }
   uint64_t collectivesDone() const { return collDone_.load(std::memory_order_relaxed); }
+
+  // Milliseconds since the last call returned (since creation before the first).
+  int64_t msSinceLastCall() const;
 
   struct Snapshot {
     bool inCall = false;
@@ -55,6 +62,7 @@ class OpActivity {
   std::atomic<int64_t> waitingSince_{0};
   std::atomic<int> waitedPeer_{-1};
   std::atomic<bool> waitedReceiving_{false};
+  std::atomic<int64_t> lastEndMs_{0};  // coarse monotonic clock
 };
 
 }  // namespace chorus

@@ -116,7 +116,9 @@ int describeOpMismatch(const OpMismatchRecord& r, char* out, size_t n) {
     describeOpPrint(r.theirs, theirs, sizeof(theirs));
     // The peer's call is a different operation, not a different shape of
     // the same one: say which.
-    if (r.theirs.seq != r.mine.seq || pairwise(r.theirs) != pairwise(r.mine)) {
+    // Two sends (or receives) towards each other are two operations too.
+    if (r.theirs.seq != r.mine.seq || pairwise(r.theirs) != pairwise(r.mine) ||
+        (pairwise(r.mine) && r.theirs.coll == r.mine.coll)) {
       const int k = labelOf(r.theirs, r.peer, r.rank, theirLabel, sizeof(theirLabel) - 1);
       if (k > 0 && static_cast<size_t>(k) < sizeof(theirLabel) - 2) {
         theirLabel[k] = ' ';

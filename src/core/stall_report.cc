@@ -1,13 +1,15 @@
 #include "core/stall_report.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "core/little_endian.h"
 
 namespace chorus {
 namespace {
 
-constexpr uint64_t kNoteTag = 0x31544f4e4c415453ull;  // "STALNOT1"
+constexpr uint64_t kNoteTag = 0x31544f4e4c415453ull;    // "STALNOT1"
+constexpr uint64_t kStatusTag = 0x3154415453414b52ull;  // "RKSTAT1" + '1'
 
 std::string seconds(int64_t ms) { return std::to_string((ms + 500) / 1000) + " s"; }
 
@@ -47,6 +49,18 @@ void findBlocker(const StallPicture& p, Groups* g) {
   }
 }
 
+// What an absent rank's process said about it.
+std::string describeAnswer(int rank, const PeerAnswer& a) {
+  const std::string who = "rank " + std::to_string(rank);
+  if (a.kind == PeerAnswer::kGone) return who + " is gone (" + a.why + ")";
+  const RankStatus& s = a.status;
+  if (s.inCall)
+    return who + " is in op #" + std::to_string(s.collStarted) + " but not waiting in it (its previous call returned " +
+           seconds(s.sinceLastCallMs) + " ago)";
+  return who + " last completed op #" + std::to_string(s.collDone) + " and has not called since " +
+         seconds(s.sinceLastCallMs);
+}
+
 }  // namespace
 
 std::vector<uint8_t> encodeStallNote(const StallNote& n) {
@@ -72,6 +86,27 @@ bool decodeStallNote(const std::vector<uint8_t>& b, StallNote* n) {
   n->waitedMs = static_cast<int64_t>(loadLittleEndian(b.data() + 32, 6));
   n->inCall = b[38] != 0;
   n->receiving = b[39] != 0;
+  return true;
+}
+
+std::vector<uint8_t> encodeRankStatus(const RankStatus& s) {
+  std::vector<uint8_t> b(kRankStatusBytes, 0);
+  storeLittleEndian(b.data(), kStatusTag, 8);
+  storeLittleEndian(b.data() + 8, static_cast<uint32_t>(s.rank), 4);
+  b[12] = s.inCall ? 1 : 0;
+  storeLittleEndian(b.data() + 16, s.collStarted, 8);
+  storeLittleEndian(b.data() + 24, s.collDone, 8);
+  storeLittleEndian(b.data() + 32, static_cast<uint64_t>(std::max<int64_t>(0, s.sinceLastCallMs)), 8);
+  return b;
+}
+
+bool decodeRankStatus(const std::vector<uint8_t>& b, RankStatus* s) {
+  if (b.size() != kRankStatusBytes || loadLittleEndian(b.data(), 8) != kStatusTag || b[12] > 1) return false;
+  s->rank = static_cast<int32_t>(static_cast<uint32_t>(loadLittleEndian(b.data() + 8, 4)));
+  s->inCall = b[12] != 0;
+  s->collStarted = loadLittleEndian(b.data() + 16, 8);
+  s->collDone = loadLittleEndian(b.data() + 24, 8);
+  s->sinceLastCallMs = static_cast<int64_t>(std::min<uint64_t>(loadLittleEndian(b.data() + 32, 8), INT64_MAX));
   return true;
 }
 
@@ -105,11 +140,18 @@ std::string formatStallLine(const StallPicture& p) {
   if (g.blocked >= 0) line += ", rank " + std::to_string(g.blocked) + " on rank " + std::to_string(g.blocker);
   line += ")";
   for (const std::string& e : g.elsewhere) line += "; " + e;
-  if (!g.absent.empty()) {
-    line += std::string("; ") + (g.absent.size() == 1 ? "rank " : "ranks ") + formatRankList(g.absent) +
-            (g.absent.size() == 1 ? " has" : " have") + " not called it (no note from " +
-            (g.absent.size() == 1 ? "it" : "them") + "; this rank completed op #" + std::to_string(p.self.collDone) +
-            ")";
+  std::vector<int> silent;  // absent and not described by an answer
+  for (int r : g.absent) {
+    auto it = p.asked.find(r);
+    if (it == p.asked.end() || it->second.kind == PeerAnswer::kNoAnswer)
+      silent.push_back(r);
+    else
+      line += "; " + describeAnswer(r, it->second);
+  }
+  if (!silent.empty()) {
+    line += std::string("; ") + (silent.size() == 1 ? "rank " : "ranks ") + formatRankList(silent) +
+            (silent.size() == 1 ? " has" : " have") + " not called it (no note from " +
+            (silent.size() == 1 ? "it" : "them") + "; this rank completed op #" + std::to_string(p.self.collDone) + ")";
   }
   return line;
 }

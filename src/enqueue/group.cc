@@ -17,6 +17,7 @@
 #include "host/executor.h"
 #include "plan/plan_builder.h"
 #include "plan/plan_cache.h"
+#include "plan/setup_notes.h"
 #include "transport/connection_table.h"
 
 namespace chorus {
@@ -122,14 +123,56 @@ ncclResult_t lookupOrBuild(std::span<const Task> tasks, Plan** out) {
   return ncclSuccess;
 }
 
+// While connection setup waits, about every 50 ms: whether a peer's setup
+// note shows that the ranks' calls differ (plan/setup_notes.h), or a peer
+// sent the verdict. Runs on the waiting thread (a WaitBound stop condition).
+class SetupNoteWatch {
+ public:
+  explicit SetupNoteWatch(const Plan& plan) : plan_(plan) {}
+  bool poll() {
+    const auto now = Clock::now();
+    if (found_ || now - last_ < kWaitSlice) return found_;
+    last_ = now;
+    bool self = false;
+    found_ = readSetupNotes(plan_, &record_, &self);
+    if (found_ && !self) stoppedToo_ = true;
+    return found_;
+  }
+  // The mismatch as the caller's error (the communicator is failed by connectPlan).
+  ncclResult_t error() const {
+    char text[400];
+    describeOpMismatch(record_, text, sizeof(text));
+    spreadMismatch(plan_, record_);
+    const int rank = plan_.comm->id.rank;
+    if (stoppedToo_ && record_.rank != rank)
+      return fail(ncclInvalidUsage, "rank %d: %s (rank %d stopped too)", rank, text, record_.rank);
+    return fail(ncclInvalidUsage, "rank %d: %s", rank, text);
+  }
+  bool found() const { return found_; }
+
+ private:
+  const Plan& plan_;
+  Clock::time_point last_{};
+  bool found_ = false, stoppedToo_ = false;
+  OpMismatchRecord record_;
+};
+
 ncclResult_t connectPlan(Plan* plan) {
   ncclComm* comm = plan->comm;
   if (!comm->conns->hasPending()) return ncclSuccess;  // the common case: a repeated call allocates nothing
-  std::string gone;                                    // a dead peer ends the wait even without a time limit
-  const WaitBound bound = watchPeers(waitBoundLimit(comm->config.timeoutMs, &comm->abortFlag), comm, &gone);
-  const ncclResult_t res = explainPeerGone(comm->conns->connectAll(bound), comm, gone);
-  if (res != ncclSuccess) commSetError(comm, res, lastErrorMessage());
-  return res;
+  sendSetupNotes(*plan, comm->conns->pendingPeers());
+  std::string gone;  // a dead peer ends the wait even without a time limit
+  WaitBound bound = watchPeers(waitBoundLimit(comm->config.timeoutMs, &comm->abortFlag), comm, &gone);
+  SetupNoteWatch notes(*plan);
+  bound.stop = [peers = bound.stop, &notes] { return notes.poll() || (peers && peers()); };
+  ncclResult_t res = explainPeerGone(comm->conns->connectAll(bound), comm, gone);
+  if (res != ncclSuccess && notes.found()) res = notes.error();
+  if (res != ncclSuccess) {
+    commSetError(comm, res, lastErrorMessage());
+    return res;
+  }
+  if (!plan->sendsClassified) classifySends(*plan);  // now that every sender knows its peer
+  return ncclSuccess;
 }
 
 // The plans' calls completed (GPU mode: were enqueued): the traffic counters' `ops`.

@@ -10,7 +10,7 @@
 namespace chorus {
 namespace {
 
-enum class Need { None, Receive, Send };
+enum class Need { None, Receive, Send, Completion };
 
 int peerOf(const Plan& plan, int16_t conn) { return plan.conns[static_cast<size_t>(conn)].end().peer; }
 
@@ -71,6 +71,7 @@ ncclResult_t checkDeadPeersNeeded(Plan& plan, const std::vector<int>& dead, bool
     Need need = Need::None;
     for (size_t l = 0; l < plan.lanes.size() && need == Need::None; ++l)
       need = laneNeeds(plan, plan.lanes[l], rank, proxiesDrained);
+    if (need == Need::None && awaitedCompletion(plan) == rank) need = Need::Completion;
     const std::string who =
         "peer rank " + std::to_string(rank) + " (pid " + std::to_string(comm->conns->peer(rank).pid);
     if (need == Need::None) {
@@ -78,7 +79,10 @@ ncclResult_t checkDeadPeersNeeded(Plan& plan, const std::vector<int>& dead, bool
       continue;
     }
     needed += (needed.empty() ? "" : ", ") + who + ", " +
-              (need == Need::Receive ? "data still to come from it" : "data still to send to it") + ")";
+              (need == Need::Receive      ? "data still to come from it"
+               : need == Need::Completion ? "it had not completed the operation"
+                                          : "data still to send to it") +
+              ")";
   }
   if (needed.empty()) return ncclSuccess;
   // The others may be why a needed peer failed and left: name them too.

@@ -21,6 +21,7 @@
 #include "host/stream_copy.h"
 #include "kernels/common/step_rules.h"
 #include "plan/lane_failure.h"
+#include "plan/setup_notes.h"
 #include "transport/connection_table.h"
 
 namespace chorus {
@@ -136,13 +137,14 @@ ncclResult_t reportTimeout(Plan& plan, int64_t timeoutMs) {
     f.detail = waited.receiving ? 1 : 0;
     return laneFailureError(f, plan.comm->id.rank, timeoutMs);
   }
-  // Every lane is done; a receiver has not taken what this rank sent.
-  for (const ConnRef& c : plan.conns) {
-    if (c.send == nullptr || c.send->drained()) continue;
-    step::LaneFailure f = step::waitFailure(step::LaneStatus::TimedOut, -1, c.end().peer);
-    return laneFailureError(f, plan.comm->id.rank, timeoutMs);
-  }
-  return ncclSuccess;
+  // Every lane is done; a receiver has not taken what this rank sent, or not completed.
+  int peer = -1;
+  for (const ConnRef& c : plan.conns)
+    if (peer < 0 && c.send != nullptr && !c.send->drained()) peer = c.end().peer;
+  if (peer < 0) peer = awaitedCompletion(plan);
+  if (peer < 0) return ncclSuccess;
+  step::LaneFailure f = step::waitFailure(step::LaneStatus::TimedOut, -1, peer);
+  return laneFailureError(f, plan.comm->id.rank, timeoutMs);
 }
 
 // Fails if a peer left a verdict on one of the communicator's connectors, or
@@ -150,7 +152,12 @@ ncclResult_t reportTimeout(Plan& plan, int64_t timeoutMs) {
 // do not match. Passes the verdict on to this rank's other neighbours.
 ncclResult_t checkVerdicts(Plan& plan) {
   step::LaneFailure f = step::waitFailure(step::LaneStatus::OpMismatch, -1, -1);
-  if (!findMismatch(plan, &f.mismatch) && !findStraySlot(plan, &f.mismatch)) return ncclSuccess;
+  bool self = false;
+  if (findStraySlot(plan, &f.mismatch)) {
+    sendVerdictNotes(plan, f.mismatch);  // also for ranks that wait in connection setup
+  } else if (!findMismatch(plan, &f.mismatch) && !readSetupNotes(plan, &f.mismatch, &self)) {
+    return ncclSuccess;
+  }
   spreadMismatch(plan, f.mismatch);
   return laneFailureError(f, plan.comm->id.rank, 0);
 }
@@ -245,18 +252,24 @@ ncclResult_t runHostPlans(std::span<Plan* const> plans) {
     bool pending = false, progressed = false;
     ncclResult_t err = ncclSuccess;
     for (Plan* p : plans) {
+      bool planPending = false;
       for (Lane& lane : p->lanes) {
         for (int i = 0; i < kPiecesPerVisit && progressLane(*p, lane, &err); ++i) progressed = true;
         if (err != ncclSuccess) {
           markFailed(plans, err);
           return err;
         }
-        pending |= !lane.finished();
+        planPending |= !lane.finished();
       }
+      pending |= planPending;
+      // One thread driving several ranks: a finished plan says so at once,
+      // its senders may be among the plans this loop still waits for.
+      if (!planPending && plans.size() > 1 && sendsTaken(*p)) markPlanDone(*p);
     }
     if (progressed) backoff.progressed();  // also when it finished the work: that wait taught something too
     if (!pending && allSendsTaken(plans)) {
       host::streamFence();
+      for (Plan* p : plans) markPlanDone(*p);
       return ncclSuccess;
     }
     if (progressed) {

@@ -5,6 +5,7 @@
 #include "bootstrap/bootstrap.h"
 #include "core/comm.h"
 #include "core/log.h"
+#include "core/rank_status.h"
 #include "core/status_report.h"
 #include "host/executor.h"
 #include "kernels/common/step_rules.h"
@@ -17,6 +18,7 @@ constexpr int64_t kRecordAfterMs = 1000;  // idle time after which the wait is r
 constexpr int64_t kPollEveryMs = 1000;    // how often notes are looked for
 constexpr int64_t kGatherMs = 2000;       // how long a report waits for the others' notes
 constexpr int64_t kGatherPollMs = 200;    // how often it looks meanwhile
+constexpr int64_t kAskBoundMs = 2000;     // a status query's bound (a refused connection ends in ~1 s)
 const char* const kNoteTag = "stall";
 
 int64_t unixNowMs() {
@@ -137,7 +139,11 @@ void StallWatch::watch(Plan& plan, PerComm& st, int64_t idleMs) {
   if (static_cast<int>(st.notes.size()) < comm->id.nranks - 1 && idleMs < st.gatherUntilMs) return;
   st.gatherUntilMs = 0;
   st.answered = false;
-  StallPicture picture{comm->id.nranks, mine, callText(comm->activity.snapshot()), st.notes};
+  StallPicture picture{comm->id.nranks, mine, callText(comm->activity.snapshot()), st.notes, {}};
+  // Ranks without a note are not waiting in the library: their mailboxes say what they last did.
+  for (int peer = 0; peer < comm->id.nranks; ++peer)
+    if (peer != comm->id.rank && st.notes.count(peer) == 0)
+      picture.asked[peer] = askRankStatus(comm, peer, kAskBoundMs);
   CHORUS_WARN(kLogColl, "rank %d: no progress for %lld s: %s", comm->id.rank, static_cast<long long>(idleMs / 1000),
               formatStallLine(picture).c_str());
   writeStatusReportIfConfigured();

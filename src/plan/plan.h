@@ -85,8 +85,15 @@ struct Plan {
   std::vector<OpStamp> stamps;  // one per task, set for each launch (stampPlan)
   // The send connectors whose receiver's call is not proven to match by the
   // plan's own receives (plan_verdict.cc); sendsTaken waits for these only.
-  // Set by the first stampPlan; until then every send connector counts.
+  // Set once the plan's connectors are connected (stampPlan or connectPlan);
+  // until then every send connector counts.
   std::vector<SendConnector*> unprovenSends;
+  // Of those, the ones whose receiver must also have completed the
+  // operation (FifoControl::doneSeq) before this plan reports success: in a
+  // broadcast or reduce a rank hears nothing back from the ranks it sends to,
+  // so without this a root could succeed while a rank further down fails.
+  // Only awaited on connectors whose control block both ends share (no proxy).
+  std::vector<SendConnector*> awaitDone;
   bool sendsClassified = false;
   std::vector<Lane> lanes;
   std::vector<ConnRef> conns;
@@ -124,9 +131,17 @@ bool findStraySlot(const Plan& plan, OpMismatchRecord* r);
 // Every slot the plan's send connectors posted has been taken by its
 // receiver (which checked its fingerprint), so the plan may report success;
 // connectors whose receiver's call the plan's own receives proved equal are
-// not waited for (classifySends, once per plan, from stampPlan).
+// not waited for (classifySends, once per plan, when its connectors are connected).
 bool sendsTaken(const Plan& plan);
 void classifySends(Plan& plan);
+// Its receive connectors tell their senders that this rank completed the
+// operation (FifoControl::doneSeq): a broadcast or reduce plan when it
+// finished (markPlanDone, from the host executor), any other plan when it
+// starts (markPlanStarted, from stampPlan; host mode).
+void markPlanStarted(const Plan& plan);
+void markPlanDone(const Plan& plan);
+// The peer whose completion the plan still awaits (awaitDone), or -1.
+int awaitedCompletion(const Plan& plan);
 
 const ReduceSpec& segmentSpec(const Plan& plan, const sched::Segment& s);
 

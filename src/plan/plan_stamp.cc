@@ -1,11 +1,14 @@
 // Fingerprints of a plan's tasks for one launch (src/core/op_fingerprint.h).
 #include "core/comm.h"
 #include "plan/plan.h"
+#include "transport/connection_table.h"
 
 namespace chorus {
 
 void stampPlan(Plan& plan) {
-  if (!plan.sendsClassified) classifySends(plan);
+  // Classified once its connectors are connected (a placeholder sender does
+  // not know its peer yet); else connectPlan does it after connecting.
+  if (!plan.sendsClassified && !plan.comm->conns->hasPending()) classifySends(plan);
   plan.stamps.resize(plan.tasks.size());
   for (size_t i = 0; i < plan.tasks.size(); ++i) {
     const Task& t = plan.tasks[i];
@@ -14,6 +17,7 @@ void stampPlan(Plan& plan) {
     s.mine = makeOpPrint(t.type, t.count, t.dtype, t.spec.kind, t.root, seq);
     s.expect = expectedFromPeer(s.mine);
   }
+  markPlanStarted(plan);
 }
 
 }  // namespace chorus

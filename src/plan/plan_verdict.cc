@@ -2,6 +2,8 @@
 // it (docs/reliability.md, "Operation fingerprints"). A verdict goes on every
 // connector of the communicator, so it reaches every neighbour, whether or
 // not the current plan uses the connector between them.
+#include <algorithm>
+
 #include "core/comm.h"
 #include "kernels/common/step_rules.h"
 #include "plan/plan.h"
@@ -10,10 +12,14 @@
 namespace chorus {
 namespace {
 
+// Skips senders still waiting in connection setup (no FIFO yet).
 template <class Fn>
 void forEachEnd(const Plan& plan, Fn&& fn) {
-  for (const ConnRef& c : plan.conns) fn(c.end());
-  if (plan.comm != nullptr && plan.comm->conns) plan.comm->conns->forEachEnd(fn);
+  auto connected = [&](const FifoEnd& e) {
+    if (e.ctl != nullptr) fn(e);
+  };
+  for (const ConnRef& c : plan.conns) connected(c.end());
+  if (plan.comm != nullptr && plan.comm->conns) plan.comm->conns->forEachEnd(connected);
 }
 
 // Whether `p`, stamped by `peer`, names an operation this rank has already
@@ -68,24 +74,73 @@ bool findStraySlot(const Plan& plan, OpMismatchRecord* r) {
 // fingerprint checked by its own receives: the peer made the same call, so
 // it takes what this rank sends without waiting for it. Every other send
 // connector (point-to-point, groups, a broadcast root) must be drained.
+// A broadcast or a reduce moves data along a tree or a chain, never in a
+// cycle; in the other collectives every rank's result needs every rank's
+// data, so a mismatch anywhere already stops everyone.
+bool completesTogether(const Plan& plan) {
+  return plan.tasks.size() == 1 &&
+         (plan.tasks[0].type == CollType::Broadcast || plan.tasks[0].type == CollType::Reduce);
+}
+
 void classifySends(Plan& plan) {
   plan.unprovenSends.clear();
+  plan.awaitDone.clear();
   const bool oneCollective =
       plan.tasks.size() == 1 && plan.tasks[0].type != CollType::Send && plan.tasks[0].type != CollType::Recv;
   for (const ConnRef& c : plan.conns) {
     if (c.send == nullptr) continue;
     bool proven = false;
     for (const ConnRef& r : plan.conns) proven = proven || (oneCollective && r.recv && r.end().peer == c.end().peer);
-    if (!proven) plan.unprovenSends.push_back(c.send);
+    if (proven) continue;
+    plan.unprovenSends.push_back(c.send);
+    if (completesTogether(plan)) plan.awaitDone.push_back(c.send);
   }
   plan.sendsClassified = true;
+}
+
+namespace {
+
+uint64_t collectiveSeq(const Plan& plan) {
+  uint64_t seq = 0;
+  for (size_t i = 0; i < plan.stamps.size() && i < plan.tasks.size(); ++i)
+    if (plan.tasks[i].type != CollType::Send && plan.tasks[i].type != CollType::Recv)
+      seq = std::max<uint64_t>(seq, plan.stamps[i].mine.seq);
+  return seq;
+}
+
+void markDone(const Plan& plan) {
+  const uint64_t seq = collectiveSeq(plan);
+  if (seq == 0 || !plan.comm->id.hostMode) return;
+  for (const ConnRef& c : plan.conns)
+    if (c.recv != nullptr && !c.end().health) c.end().ctl->doneSeq.store(seq, std::memory_order_release);
+}
+
+}  // namespace
+
+// A plan that does not wait for its own receivers marks its operation done
+// at once: its senders then wait, as before, only for it to take their data
+// (after their fingerprints matched). Marking only at its end could wait in
+// a cycle (a group whose other task needs a rank that waits for this mark).
+void markPlanStarted(const Plan& plan) {
+  if (!completesTogether(plan)) markDone(plan);
+}
+
+void markPlanDone(const Plan& plan) {
+  if (completesTogether(plan)) markDone(plan);
+}
+
+int awaitedCompletion(const Plan& plan) {
+  const uint64_t seq = collectiveSeq(plan);
+  for (SendConnector* s : plan.awaitDone)  // a proxy's link has no shared control block: not awaited
+    if (!s->end().health && s->end().ctl->doneSeq.load(std::memory_order_acquire) < seq) return s->end().peer;
+  return -1;
 }
 
 bool sendsTaken(const Plan& plan) {
   if (plan.sendsClassified) {
     for (SendConnector* s : plan.unprovenSends)
       if (!s->drained()) return false;
-    return true;
+    return plan.awaitDone.empty() || awaitedCompletion(plan) < 0;
   }
   for (const ConnRef& c : plan.conns)
     if (c.send != nullptr && !c.send->drained()) return false;

@@ -143,6 +143,13 @@ ncclResult_t ConnectionTable::connectPending(const WaitBound& bound) {
   return ncclSuccess;
 }
 
+std::vector<int> ConnectionTable::pendingPeers() const {
+  std::vector<int> peers;
+  for (const PendingSend& p : pending_)
+    if (std::find(peers.begin(), peers.end(), p.key.peer) == peers.end()) peers.push_back(p.key.peer);
+  return peers;
+}
+
 bool ConnectionTable::brokenLink(std::string* why) const {
   auto broken = [&](const FifoEnd& end) {
     if (!end.health || !end.health->failed()) return false;

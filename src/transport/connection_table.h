@@ -35,6 +35,8 @@ class ConnectionTable final : public ConnectorSource {
   // Whether a requested sender still waits for connectAll() (or connectAll
   // has an undelivered receiver handle to report).
   bool hasPending() const { return !pending_.empty() || undeliveredCode_ != ncclSuccess; }
+  // The ranks whose receiver handles connectAll() still waits for.
+  std::vector<int> pendingPeers() const;
   // Fails (with the mover's code and message, naming the peer) if the
   // connector's data is moved by a proxy whose link broke. Called by the
   // executor for the connectors it waits on.

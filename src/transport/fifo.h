@@ -45,6 +45,10 @@ struct FifoControl {
   // sender stopped. 0 none, 1 being written, 2 `mismatch` valid.
   alignas(64) std::atomic<uint32_t> verdict;
   OpMismatchRecord mismatch;
+  // The receiver's latest completed collective (its fingerprint number), set
+  // when its plan finished: a broadcast or reduce sender that does not hear
+  // back from this peer otherwise waits for it (plan_verdict.cc, awaitDone).
+  alignas(64) std::atomic<uint64_t> doneSeq;
 };
 static_assert(sizeof(FifoControl) <= 4096, "the FIFO control block is one page");
 

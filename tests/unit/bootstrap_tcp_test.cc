@@ -55,7 +55,39 @@ std::shared_ptr<Store> tcpClient(const std::shared_ptr<TcpStoreServer>& srv, con
 }
 
 std::vector<uint8_t> helloFrame(const wire::Secret& secret) {
-  return wire::Writer(wire::Op::Hello, 7).u32(wire::kMagic).u16(wire::kVersion).raw(secret.data(), secret.size()).u32(0).finish();
+  return wire::Writer(wire::Op::Hello, 7)
+      .u32(wire::kMagic)
+      .u16(wire::kVersion)
+      .raw(secret.data(), secret.size())
+      .u32(0)
+      .finish();
+}
+
+// A live key is computed when a get arrives, by the server's thread: a
+// remote client sees the value of that moment; it is never missing, and
+// once removed a get waits for it like any other key.
+TEST(BootstrapTcp, LiveKeysAreAnsweredByTheServerThread) {
+  auto secret = secretOf(3);
+  auto srv = startServer(secret);
+  StopOnExit stopSrv{srv};
+  std::atomic<int> value{7};
+  std::atomic<bool> onServerThread{false};
+  const auto caller = std::this_thread::get_id();
+  srv->data().setLive("status/1", [&] {
+    onServerThread = std::this_thread::get_id() != caller;
+    return Bytes{static_cast<uint8_t>(value.load())};
+  });
+  auto c = tcpClient(srv, secret, 1);
+  std::vector<Bytes> v;
+  ASSERT_EQ(c->get({"status/1"}, &v, waitBoundAfter(2000)), ncclSuccess);
+  EXPECT_EQ(v[0], Bytes{7});
+  EXPECT_TRUE(onServerThread.load());
+  value = 9;
+  ASSERT_EQ(c->get({"status/1"}, &v, waitBoundAfter(2000)), ncclSuccess);
+  EXPECT_EQ(v[0], Bytes{9});
+  EXPECT_EQ(srv->data().size(), 0u);
+  srv->data().removeLive("status/1");
+  EXPECT_EQ(c->get({"status/1"}, &v, waitBoundAfter(100)), ncclRemoteError);
 }
 
 TEST(BootstrapTcp, ThreadsShareDataWithTheInProcessStore) {

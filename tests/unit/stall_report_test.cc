@@ -74,5 +74,36 @@ TEST(StallLine, RanksInOtherCalls) {
             "rank 2 is in no call (completed op #6)");
 }
 
+TEST(StallLine, DescribesAbsentRanksFromTheirAnswers) {
+  StallPicture p;
+  p.nranks = 8;
+  p.self = waiting(0, 1043, 63000, 3);
+  p.call = "AllReduce(2097152 x bfloat16, sum)";
+  for (int r : {1, 2, 4, 5}) p.peers[r] = waiting(r, 1043, 62000, r - 1);
+  PeerAnswer idle{PeerAnswer::kAnswered, {3, false, 1042, 1042, 63400}, ""};
+  p.asked[3] = idle;
+  p.asked[6] = PeerAnswer{PeerAnswer::kGone, {}, "cannot reach its mailbox"};
+  p.asked[7] = PeerAnswer{PeerAnswer::kNoAnswer, {}, "timed out"};
+  EXPECT_EQ(formatStallLine(p),
+            "op #1043 AllReduce(2097152 x bfloat16, sum): ranks 0-2,4,5 waiting (up to 63 s, rank 0 on rank 3); "
+            "rank 3 last completed op #1042 and has not called since 63 s; rank 6 is gone (cannot reach its "
+            "mailbox); rank 7 has not called it (no note from it; this rank completed op #1042)");
+}
+
+TEST(RankStatus, RoundTripsAndRejectsOtherBytes) {
+  const RankStatus s{3, true, 1043, 1042, 63400};
+  RankStatus back;
+  ASSERT_TRUE(decodeRankStatus(encodeRankStatus(s), &back));
+  EXPECT_EQ(back.rank, 3);
+  EXPECT_TRUE(back.inCall);
+  EXPECT_EQ(back.collStarted, 1043u);
+  EXPECT_EQ(back.collDone, 1042u);
+  EXPECT_EQ(back.sinceLastCallMs, 63400);
+  EXPECT_FALSE(decodeRankStatus(encodeStallNote(waiting(3, 1, 1)), &back));
+  std::vector<uint8_t> bytes = encodeRankStatus(s);
+  bytes[12] = 2;
+  EXPECT_FALSE(decodeRankStatus(bytes, &back));
+}
+
 }  // namespace
 }  // namespace chorus

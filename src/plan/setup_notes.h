@@ -1,0 +1,39 @@
+// Setup notes: how ranks whose calls differ find out while lazy connection
+// setup would make them wait for each other forever (docs/reliability.md,
+// "Operation fingerprints"). A mismatched first call may need connectors the
+// other rank never creates (AllReduce on one rank, Broadcast on the other),
+// so no slot, and no fingerprint on it, ever flows. Instead a plan that must
+// wait for receiver handles first sends its fingerprints to the ranks it
+// waits on, as a bootstrap message (tag "opnote"); a rank reading such a note
+// compares it with its own call, task by task with the same number, and on a
+// mismatch fails and sends the verdict to every rank. A rank reads notes
+// while it waits in setup (about every 50 ms) and in the executor's idle
+// checks. Matching calls cost one small message per new peer, once, at setup.
+#pragma once
+
+#include <vector>
+
+#include "core/op_fingerprint.h"
+
+namespace chorus {
+
+struct Plan;
+
+// Sends the plan's fingerprints to each rank in `peers`.
+void sendSetupNotes(const Plan& plan, const std::vector<int>& peers);
+
+// Reads every note that has arrived; true with *r on a mismatch between a
+// peer's note and the plan's tasks (then the verdict goes to every peer), or
+// on a verdict a peer sent. *selfFound says which.
+bool readSetupNotes(const Plan& plan, OpMismatchRecord* r, bool* selfFound);
+
+// Sends a mismatch this rank found (by any means) to every peer as a note.
+void sendVerdictNotes(const Plan& plan, const OpMismatchRecord& r);
+
+// The mismatch between this rank's task `mine` (with `minePeer`: the peer of
+// a Send/Recv) and a task of rank `peer`'s call (`theirs`, whose
+// Send/Recv peer is `theirPeer`), if they are the same operation (same
+// number, a collective on both or a Send matched with a Recv) that differs.
+bool notesDisagree(const OpPrint& mine, int minePeer, int self, const OpPrint& theirs, int theirPeer, int peer);
+
+}  // namespace chorus
