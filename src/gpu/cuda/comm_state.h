@@ -6,6 +6,9 @@
 //   status        the first failure any kernel of the communicator recorded
 //                 (lane, peer, reason), in pinned, mapped host memory, read by
 //                 commPollError without synchronizing with the GPU.
+//   waits         since when each lane of the running launch makes no
+//                 progress, and on whom it waits (pinned, mapped host
+//                 memory), read by the watchdog for the stall report.
 //   positions     one device-memory counter per connector end: how many pieces
 //                 that end has moved. They live as long as the communicator,
 //                 so consecutive launches and CUDA graph replays continue
@@ -53,6 +56,8 @@ struct CommState {
   int32_t* abortDevice = nullptr;
   dev::LaneStatusRecord* statusHost = nullptr;  // pinned, mapped
   dev::LaneStatusRecord* statusDevice = nullptr;
+  dev::LaneWaits* waitsHost = nullptr;  // pinned, mapped: what the lanes wait on (stall reports)
+  dev::LaneWaits* waitsDevice = nullptr;
   PositionPool positions;
   std::mutex launchMutex;  // guards inFlight, last and lastStream
   std::map<cudaStream_t, cudaEvent_t> inFlight;
