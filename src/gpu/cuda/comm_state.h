@@ -68,6 +68,7 @@ struct CommState {
   cudaStream_t lastStream = nullptr;
   bool launchedBefore = false;
   std::atomic<bool> errorReported{false};
+  bool verdictSpread = false;  // the watchdog spread a mismatch (spreadVerdict)
 
   ~CommState();
   // Waits until every recorded launch finished, at most `boundMs`; false on timeout.
@@ -75,6 +76,10 @@ struct CommState {
   // Whether kernels launched through the communicator may still be running.
   bool busy();
 };
+
+// After a kernel of `comm` stopped on a mismatch: `r` on every connector end
+// of the communicator that holds no verdict yet (src/gpu/cuda/verdict_copy.cc).
+void spreadVerdict(ncclComm* comm, const OpMismatchRecord& r);
 
 // The translated launches of a plan (Plan::deviceForm).
 struct DeviceForm;

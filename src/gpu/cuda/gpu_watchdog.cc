@@ -1,7 +1,9 @@
 #include "gpu/cuda/gpu_watchdog.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cstring>
 #include <string>
 
 #include <cuda_runtime_api.h>
@@ -61,14 +63,26 @@ void GpuWatchdog::run() {
 
 void GpuWatchdog::check(ncclComm* comm) {
   CommState& st = *comm->gpu;
-  if (st.statusHost->status != 0) {
-    (void)commPollError(comm);
-    commSignalAbort(comm);
-    return;
-  }
   // The communicator's device, never restored: this thread belongs to the
   // library, and switching back to device 0 would create a context there.
   (void)cudaSetDevice(st.device);
+  const volatile dev::LaneStatusRecord* rec = st.statusHost;
+  if (rec->status != 0) {
+    (void)commPollError(comm);
+    commSignalAbort(comm);
+    // The connector table is the communicator's (guarded by its opMutex): a
+    // call in progress defers the spread to a later check.
+    if (rec->status == static_cast<int32_t>(step::LaneStatus::OpMismatch) && !st.verdictSpread &&
+        comm->opMutex.try_lock()) {
+      std::lock_guard<std::mutex> op(comm->opMutex, std::adopt_lock);
+      st.verdictSpread = true;
+      std::atomic_thread_fence(std::memory_order_acquire);
+      OpMismatchRecord r;
+      std::memcpy(&r, const_cast<const OpMismatchRecord*>(&rec->mismatch), sizeof(r));
+      spreadVerdict(comm, r);
+    }
+    return;
+  }
   const bool busy = st.busy();
   watchStall(comm, busy);
   if (!busy) return;
