@@ -50,7 +50,15 @@ struct DevFifo {
   uint32_t slotBytes = 0;
   uint32_t nslots = 0;
   uint64_t* position = nullptr;
+  // The FIFO's fingerprints and verdict (src/core/op_fingerprint.h); null
+  // when the FIFO carries none (a kernel test's bare FIFO).
+  FifoPrints* prints = nullptr;
   int32_t peer = -1;  // communicator rank at the other end, for error reports
+  // A send end whose receiver's call the launch does not prove equal
+  // (classifySends, src/plan/plan_verdict.cc): the lane with this index waits
+  // at its end until the receiver took every slot (and so checked its
+  // fingerprint). -1: not waited for.
+  int8_t drainBy = -1;
 };
 
 inline constexpr int kNoFifo = -1;
@@ -61,6 +69,7 @@ inline constexpr int kNoFifo = -1;
 // lane_kernel.cuh), never stored.
 struct DevStep {
   sched::StepDesc desc;
+  uint16_t task = 0;          // the segment's task: index of LaneParams::prints
   const void* src = nullptr;  // at the step's first element, or null
   void* dst = nullptr;
 };
@@ -77,6 +86,19 @@ inline constexpr uint32_t kLLMaxPieceBytes = 4096;
 
 using LaneStatus = step::LaneStatus;
 using LaneStatusRecord = step::LaneFailure;
+
+// What a communicator's lanes tell the host about their waits, for the stall
+// report (docs/reliability.md, "Stall reports"); mapped host memory, one
+// entry per lane of a launch. Written by thread 0 of a waiting lane from the
+// Waiter's slow path, only when the value changes: when the lane last made
+// progress (%globaltimer) and on whom it waits; a lane that ends writes its
+// end time and peer -1. The host compares what it reads over time: nothing
+// changed while the communicator's kernels run = no progress.
+struct LaneWaits {
+  uint64_t progressNs[64];
+  int32_t peer[64];
+  int32_t receiving[64];
+};
 
 // One launch as the host describes it. The three arrays are in host memory:
 // launchLanes() copies them into the kernel's parameters (LaneParams), so a
@@ -99,8 +121,15 @@ struct LaneLaunch {
   int nRankTable = 0;
   const volatile int32_t* abortFlag = nullptr;  // device-visible (mapped host memory); nonzero stops the launch
   LaneStatusRecord* status = nullptr;           // device-visible; first failure wins
+  LaneWaits* waits = nullptr;                   // device-visible, or null
   uint64_t timeoutNs = 0;                       // longest wait with no piece moving; 0: no limit (still stops on abort)
   int threads = 256;                            // per block, a multiple of 32, at most 512
+  // Fingerprints of the launch's tasks (host memory, nTasks entries;
+  // Segment::task indexes it): what this rank's slots carry. None (0): the
+  // launch's slots carry no fingerprint and none is checked.
+  const OpPrint* prints = nullptr;
+  int nTasks = 0;
+  int32_t rank = -1;  // this rank, for mismatch records
 };
 
 // Capacity of one launch. A plan that needs more is split by the executor at
@@ -109,6 +138,8 @@ inline constexpr int kLaunchMaxLanes = 64;
 inline constexpr int kLaunchMaxFifos = 128;
 inline constexpr int kLaunchMaxSegments = 192;
 inline constexpr int kLaunchMaxRankTable = 1024;
+inline constexpr int kLaunchMaxTasks = 88;
+static_assert(kLaunchMaxLanes <= 64, "LaneWaits has 64 entries; DevFifo::drainBy is an int8_t");
 
 // The kernel's parameter block (passed by value, __grid_constant__). The
 // header's array pointers are unused on the device.
@@ -118,6 +149,7 @@ struct LaneParams {
   DevFifo fifos[kLaunchMaxFifos];
   sched::Segment segments[kLaunchMaxSegments];
   int32_t rankTable[kLaunchMaxRankTable];
+  OpPrint prints[kLaunchMaxTasks];
 };
 // CUDA 12.1+ on sm_70+ accepts kernel parameters up to 32764 bytes.
 static_assert(sizeof(LaneParams) <= 32764, "the lane kernel's parameters must fit the launch limit");

@@ -8,9 +8,11 @@
 // vectorized copy/reduce, the LL protocol's flag lines, shared-memory
 // staging, barriers and fences (docs/architecture.md lists it).
 //
-// Per piece, thread 0 waits for the connectors (bounded by Waiter), the block
-// synchronizes, every thread combines its share of the piece, the block
-// synchronizes again, and thread 0 publishes and frees slots. A zero-copy
+// Per piece, thread 0 waits for the connectors (bounded by Waiter) and checks
+// the received slots' fingerprints (kernels/primitives/lane_failure.cuh), the
+// block synchronizes, every thread combines its share of the piece, the block
+// synchronizes again, and thread 0 publishes (with this rank's fingerprint)
+// and frees slots. A zero-copy
 // send step posts a descriptor instead and waits for it to be freed; a plain
 // receive that finds one copies the whole step from the sender's buffer
 // (kernels/common/direct_slot.h). With the LL protocol the receive side is
@@ -103,21 +105,24 @@ __device__ __forceinline__ T* currentSlot(const LaneParams& P, int fifo) {
 // (waitRecvs), for its receive slots to be filled. False on failure.
 __device__ inline bool waitConnectors(const LaneParams& P, const DevStep& s, uint32_t bytes, bool waitRecvs,
                                       Waiter& w) {
+  const OpPrint mine = taskPrint(P, s.task);
   for (int i = 0; waitRecvs && i < s.desc.nRecv; ++i)
-    if (!waitFilled(P.fifos[s.desc.recv[i]], s.desc, bytes, w, P.L)) return false;
+    if (!waitFilled(P, P.fifos[s.desc.recv[i]], s.desc, bytes, mine, w)) return false;
   for (int i = 0; i < s.desc.nSend; ++i)
     if (!waitEmpty(P.fifos[s.desc.send[i]], w)) return false;
   return true;
 }
 
-// Thread 0, for a step with one receive: waits for its slot, which holds
-// the next piece (`bytes`) or a zero-copy descriptor of the whole step
-// (noted in sh), or is a mismatch: step_rules.h decides which.
+// Thread 0, for a step with one receive: waits for its slot, checks that it
+// belongs to this rank's call (its fingerprint), and whether it holds the
+// next piece (`bytes`) or a zero-copy descriptor of the whole step (noted in
+// sh), or is a mismatch: step_rules.h decides which.
 __device__ inline bool waitSingleReceive(const LaneParams& P, const DevStep& s, uint64_t done, uint32_t bytes,
                                          uint32_t elemBytes, LaneShared& sh, Waiter& w) {
   const DevFifo& f = P.fifos[s.desc.recv[0]];
   uint32_t got = 0;
   if (!waitPublished(f, w, &got)) return false;
+  if (!acceptPrint(P, f, *f.position, taskPrint(P, s.task))) return false;
   switch (step::classifySlot(s.desc, got, bytes)) {
     case step::SlotHolds::Piece: return true;
     case step::SlotHolds::Mismatch:
@@ -150,7 +155,7 @@ __device__ inline bool directSend(const LaneParams& P, const DevStep& s, size_t 
       d->address = reinterpret_cast<uint64_t>(s.src);
       d->bytes = s.desc.count * elemBytes;
       d->copied = 0;
-      publishSimple(f, kDirectSlotMarker);
+      publishSimple(f, kDirectSlotMarker, taskPrint(P, s.task));
       ok = waitFreed(f, pos, &d->copied, w);
     }
     if (!ok) sh.failed = 1;
@@ -215,7 +220,8 @@ __device__ size_t simplePiece(const LaneParams& P, const Fn& fn, const DevStep& 
   for (int i = (dst ? 0 : 1); i < s.desc.nSend; ++i) copyPiece(currentSlot<T>(P, s.desc.send[i]), target, n);
   __syncthreads();
   if (threadIdx.x == 0) {
-    for (int i = 0; i < s.desc.nSend; ++i) publishSimple(P.fifos[s.desc.send[i]], bytes);
+    const OpPrint mine = taskPrint(P, s.task);
+    for (int i = 0; i < s.desc.nSend; ++i) publishSimple(P.fifos[s.desc.send[i]], bytes, mine);
     for (int i = 0; i < s.desc.nRecv; ++i) releaseSlot(P.fifos[s.desc.recv[i]]);
   }
   return n;
@@ -226,11 +232,17 @@ template <typename T, ReduceKind K, typename Fn>
 __device__ bool llPiece(const LaneParams& P, const Fn& fn, const DevStep& s, size_t done, size_t n, LaneShared& sh,
                         Waiter& w) {
   const uint32_t bytes = static_cast<uint32_t>(n * sizeof(T));
-  if (threadIdx.x == 0 && !waitConnectors(P, s, bytes, false, w)) sh.failed = 1;
+  const OpPrint mine = taskPrint(P, s.task);
+  if (threadIdx.x == 0) {
+    if (!waitConnectors(P, s, bytes, false, w))
+      sh.failed = 1;
+    else
+      for (int i = 0; i < s.desc.nSend; ++i) stampLL(P.fifos[s.desc.send[i]], mine);
+  }
   bool ok = true;
   for (int i = 0; i < s.desc.nRecv && ok; ++i) {
     const DevFifo& f = P.fifos[s.desc.recv[i]];
-    ok = llRead(f, *f.position, sh.stage[i], bytes, w);
+    ok = llRead(P, f, *f.position, sh.stage[i], bytes, mine, w);
   }
   if (!ok) atomicExch(&sh.failed, 1);
   __syncthreads();
@@ -267,6 +279,7 @@ __device__ __forceinline__ DevStep resolveStep(const LaneParams& P, const sched:
   const int32_t* table = seg.ringTable >= 0 ? P.rankTable + seg.ringTable : nullptr;
   DevStep s;
   s.desc = sched::segmentStep(seg, table, i);
+  s.task = seg.task;
   const T* in = s.desc.input == sched::StepInput::Src   ? static_cast<const T*>(seg.src)
                 : s.desc.input == sched::StepInput::Dst ? static_cast<const T*>(seg.dst)
                                                         : nullptr;
@@ -297,6 +310,21 @@ __device__ bool runStep(const LaneParams& P, const DevLane& lane, const Fn& fn, 
   return true;
 }
 
+// Thread 0 at the end of a lane: waits until the receivers took every slot
+// of the send ends the lane drains (DevFifo::drainBy), so that a peer whose
+// call differs has checked the fingerprints before this rank reports
+// success (the host executor's sendsTaken). False when the lane must stop.
+__device__ inline bool drainSends(const LaneParams& P, Waiter& w) {
+  for (int i = 0; i < P.L.nFifos; ++i) {
+    const DevFifo& f = P.fifos[i];
+    if (f.drainBy != static_cast<int>(blockIdx.x)) continue;
+    const uint64_t pos = *f.position;
+    while (loadAcquireSys(f.head) < pos)
+      if (!w.keepWaiting(f, false)) return false;
+  }
+  return true;
+}
+
 template <typename T, ReduceKind K>
 __global__ void __launch_bounds__(kLaneMaxThreads) laneKernel(const __grid_constant__ LaneParams P) {
   __shared__ LaneShared sh;
@@ -305,13 +333,14 @@ __global__ void __launch_bounds__(kLaneMaxThreads) laneKernel(const __grid_const
   const DevLane lane = P.lanes[blockIdx.x];
   const void* scalar = P.L.scalar != nullptr ? P.L.scalar : static_cast<const void*>(&P.L.scalarBits);
   const auto fn = FunctorOf<T, K>::make(scalar, P.L.divisor);
-  Waiter w(P.L, &sh.failed);
+  Waiter w(P, &sh.failed);
   for (uint32_t g = 0; g < lane.nSegments; ++g) {
     const sched::Segment& seg = P.segments[lane.firstSegment + g];
     const uint64_t nSteps = sched::segmentSteps(seg);
     for (uint64_t i = 0; i < nSteps; ++i)
       if (!runStep<T, K>(P, lane, fn, resolveStep<T>(P, seg, i), sh, w)) return;
   }
+  if (threadIdx.x == 0 && drainSends(P, w)) w.laneEnded();
 }
 
 template <typename T, ReduceKind K>

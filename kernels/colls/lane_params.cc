@@ -12,7 +12,8 @@ bool fifoIndexValid(int16_t idx, int nFifos) { return idx >= 0 && idx < nFifos; 
 
 // Every connector id a segment's steps can name is a valid fifo index, and
 // its kind's parameters keep the generated steps in range.
-bool segmentValid(const sched::Segment& s, int nFifos, int nRankTable) {
+bool segmentValid(const sched::Segment& s, int nFifos, int nRankTable, int nTasks) {
+  if (nTasks > 0 && s.task >= nTasks) return false;
   for (int16_t c : s.conn)
     if (c != sched::kNoConn && !fifoIndexValid(c, nFifos)) return false;
   switch (s.kind) {
@@ -70,7 +71,8 @@ bool laneValid(const DevLane& lane, int nSegments, size_t elemBytes) {
   return lane.pieceBytes >= elemBytes || lane.nSegments == 0;
 }
 
-bool fifoValid(const DevFifo& f) {
+bool fifoValid(const DevFifo& f, int nLanes) {
+  if (f.drainBy < -1 || f.drainBy >= nLanes) return false;
   return f.tail != nullptr && f.head != nullptr && f.sizes != nullptr && f.slots != nullptr && f.position != nullptr &&
          f.nslots != 0 && f.slotBytes != 0;
 }
@@ -78,8 +80,10 @@ bool fifoValid(const DevFifo& f) {
 bool countsValid(const LaneLaunch& a) {
   if (a.threads <= 0 || a.threads > 512 || a.threads % 32 != 0) return false;
   if (a.nLanes < 0 || a.nLanes > kLaunchMaxLanes || a.nFifos < 0 || a.nFifos > kLaunchMaxFifos || a.nSegments < 0 ||
-      a.nSegments > kLaunchMaxSegments || a.nRankTable < 0 || a.nRankTable > kLaunchMaxRankTable)
+      a.nSegments > kLaunchMaxSegments || a.nRankTable < 0 || a.nRankTable > kLaunchMaxRankTable || a.nTasks < 0 ||
+      a.nTasks > kLaunchMaxTasks)
     return false;
+  if (a.nTasks > 0 && a.prints == nullptr) return false;
   return !((a.nLanes > 0 && a.lanes == nullptr) || (a.nSegments > 0 && a.segments == nullptr) ||
            (a.nFifos > 0 && a.fifos == nullptr) || (a.nRankTable > 0 && a.rankTable == nullptr));
 }
@@ -94,21 +98,23 @@ void copyArray(E* to, const E* from, int n) {
 cudaError_t packLaneParams(const LaneLaunch& args, size_t elemBytes, LaneParams* params) {
   if (!countsValid(args)) return cudaErrorInvalidValue;
   for (int i = 0; i < args.nSegments; ++i)
-    if (!segmentValid(args.segments[i], args.nFifos, args.nRankTable)) return cudaErrorInvalidValue;
+    if (!segmentValid(args.segments[i], args.nFifos, args.nRankTable, args.nTasks)) return cudaErrorInvalidValue;
   for (int i = 0; i < args.nLanes; ++i)
     if (!laneValid(args.lanes[i], args.nSegments, elemBytes) || !directOnlyInSimple(args.lanes[i], args.segments))
       return cudaErrorInvalidValue;
   for (int i = 0; i < args.nFifos; ++i)
-    if (!fifoValid(args.fifos[i])) return cudaErrorInvalidValue;
+    if (!fifoValid(args.fifos[i], args.nLanes)) return cudaErrorInvalidValue;
   params->L = args;
   params->L.lanes = nullptr;
   params->L.segments = nullptr;
   params->L.fifos = nullptr;
   params->L.rankTable = nullptr;
+  params->L.prints = nullptr;
   copyArray(params->lanes, args.lanes, args.nLanes);
   copyArray(params->segments, args.segments, args.nSegments);
   copyArray(params->fifos, args.fifos, args.nFifos);
   copyArray(params->rankTable, args.rankTable, args.nRankTable);
+  copyArray(params->prints, args.prints, args.nTasks);
   return cudaSuccess;
 }
 

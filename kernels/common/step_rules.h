@@ -89,6 +89,14 @@ CHORUS_HD CHORUS_INLINE SlotHolds classifySlot(const StepDesc& s, uint32_t publi
 
 // --- operation fingerprints --------------------------------------------------
 
+// What a receiver of `mine` (this rank's call) expects the sender's slots to
+// carry: the same fingerprint for a collective; for a Recv, the matching Send.
+CHORUS_HD CHORUS_INLINE OpPrint expectedFromPeer(const OpPrint& mine) {
+  OpPrint p = mine;
+  if (mine.coll == static_cast<uint8_t>(CollType::Recv)) p.coll = static_cast<uint8_t>(CollType::Send);
+  return p;
+}
+
 // Whether a slot the peer stamped with `got` belongs to the operation whose
 // incoming slots should carry `want` (expectedFromPeer of this rank's call).
 // A slot without a fingerprint (valid == 0) is not judged.

@@ -4,13 +4,16 @@
 // kernel on another GPU or a proxy thread on the CPU.
 //
 // Simple: the sender waits for a free slot (tail - head < nslots), the block
-//   fills it, then one thread fences and publishes (sizes[], tail + 1). The
-//   receiver waits for tail > head, checks the size, the block reads the slot
-//   (L1-bypassing loads), then one thread frees it (head + 1).
-// LL: the sender still waits for a free slot, but publishes each 8-byte line
+//   fills it, then one thread writes sizes[] and the slot's fingerprint
+//   (prints), fences and publishes (tail + 1). The receiver waits for
+//   tail > head, checks the fingerprint and the size, the block reads the
+//   slot (L1-bypassing loads), then one thread frees it (head + 1).
+// LL: the sender still waits for a free slot; one thread writes the slot's
+//   fingerprint and fences, then the block publishes each 8-byte line
 //   {data, seq} with a single store; the receiver's threads spin on their own
 //   lines until the flag equals seq = position + 1 (slot memory starts zeroed,
-//   and seq grows, so stale lines never match). Only `head` is written.
+//   and seq grows, so stale lines never match), thread 0 checking the
+//   fingerprint once it saw its first line. Only `head` is written.
 #pragma once
 
 #include <cuda/atomic>
@@ -39,21 +42,22 @@ __device__ __forceinline__ char* slotAt(const DevFifo& f, uint64_t pos) {
 __device__ inline bool waitPublished(const DevFifo& f, Waiter& w, uint32_t* got) {
   const uint64_t pos = *f.position;
   while (loadAcquireSys(f.tail) <= pos)
-    if (!w.keepWaiting(f.peer, true)) return false;
+    if (!w.keepWaiting(f, true)) return false;
   *got =
       cuda::atomic_ref<uint32_t, cuda::thread_scope_system>(f.sizes[pos % f.nslots]).load(cuda::memory_order_relaxed);
   return true;
 }
 
 // Receiver (one thread): waits until the piece at the end's position is
-// published, then checks what it holds (step_rules.h). False on
-// abort/timeout/mismatch.
-__device__ inline bool waitFilled(const DevFifo& f, const sched::StepDesc& s, uint32_t bytes, Waiter& w,
-                                  const LaneLaunch& L) {
+// published, then checks whose it is (the fingerprint of this rank's call
+// `mine`) and what it holds (step_rules.h). False on abort/timeout/mismatch.
+__device__ inline bool waitFilled(const LaneParams& P, const DevFifo& f, const sched::StepDesc& s, uint32_t bytes,
+                                  const OpPrint& mine, Waiter& w) {
   uint32_t got = 0;
   if (!waitPublished(f, w, &got)) return false;
+  if (!acceptPrint(P, f, *f.position, mine)) return false;
   if (step::classifySlot(s, got, bytes) != step::SlotHolds::Piece) {
-    recordFailure(L.status, step::sizeMismatch(blockIdx.x, f.peer, got, bytes));
+    recordFailure(P.L.status, step::sizeMismatch(blockIdx.x, f.peer, got, bytes));
     return false;
   }
   return true;
@@ -63,14 +67,16 @@ __device__ inline bool waitFilled(const DevFifo& f, const sched::StepDesc& s, ui
 __device__ inline bool waitEmpty(const DevFifo& f, Waiter& w) {
   const uint64_t pos = *f.position;
   while (pos - loadAcquireSys(f.head) >= f.nslots)
-    if (!w.keepWaiting(f.peer, false)) return false;
+    if (!w.keepWaiting(f, false)) return false;
   return true;
 }
 
-// Sender (one thread, after the block filled the slot and synchronized).
-__device__ inline void publishSimple(const DevFifo& f, uint32_t bytes) {
+// Sender (one thread, after the block filled the slot and synchronized):
+// the size and the fingerprint of the call the slot belongs to, then the tail.
+__device__ inline void publishSimple(const DevFifo& f, uint32_t bytes, const OpPrint& print) {
   const uint64_t pos = *f.position;
   f.sizes[pos % f.nslots] = bytes;
+  stampSlot(f, pos, print);
   __threadfence_system();
   storeReleaseSys(f.tail, pos + 1);
   *f.position = pos + 1;
@@ -88,7 +94,7 @@ __device__ inline bool waitFreed(const DevFifo& f, uint64_t pos, const volatile 
       seen = now;
       w.progressed();
     }
-    if (!w.keepWaiting(f.peer, false)) return false;
+    if (!w.keepWaiting(f, false)) return false;
   }
   return true;
 }
@@ -115,19 +121,35 @@ __device__ inline void llWrite(const DevFifo& f, uint64_t pos, const uint32_t* s
   for (uint32_t j = threadIdx.x; j < nlines; j += blockDim.x) lines[j] = (static_cast<uint64_t>(seq) << 32) | stage[j];
 }
 
+// Sender of an LL piece (one thread, before the block writes the lines):
+// the slot's fingerprint, fenced so that a receiver that sees a line of the
+// piece also sees it.
+__device__ inline void stampLL(const DevFifo& f, const OpPrint& print) {
+  if (f.prints == nullptr || print.valid == 0) return;
+  stampSlot(f, *f.position, print);
+  __threadfence_system();
+}
+
 // Block-wide: waits for every line of the piece and copies the payload to
-// `stage`. False if this thread gave up (abort, timeout, or the block failed).
-__device__ inline bool llRead(const DevFifo& f, uint64_t pos, uint32_t* stage, uint32_t bytes, Waiter& w) {
+// `stage`. Thread 0, once it saw the first line, checks the slot's
+// fingerprint against this rank's call `mine` (acceptPrint). False if this
+// thread gave up (abort, timeout, mismatch, or the block failed).
+__device__ inline bool llRead(const LaneParams& P, const DevFifo& f, uint64_t pos, uint32_t* stage, uint32_t bytes,
+                              const OpPrint& mine, Waiter& w) {
   const volatile uint64_t* lines = reinterpret_cast<const volatile uint64_t*>(slotAt(f, pos));
   const uint32_t seq = llSeq(pos);
   const uint32_t nlines = (bytes + 3) / 4;
   for (uint32_t j = threadIdx.x; j < nlines; j += blockDim.x) {
     uint64_t line = lines[j];
     while (static_cast<uint32_t>(line >> 32) != seq) {
-      if (!w.keepWaiting(f.peer, true)) return false;
+      if (!w.keepWaiting(f, true)) return false;
       line = lines[j];
     }
     stage[j] = static_cast<uint32_t>(line);
+    if (j == 0 && f.prints != nullptr && mine.valid != 0) {
+      cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_system);
+      if (!acceptPrint(P, f, pos, mine)) return false;
+    }
   }
   return true;
 }

@@ -1,13 +1,16 @@
 // Bounded waiting on the device. Every spin loop in the kernels goes through
-// a Waiter: it re-reads the abort flag and the clock every kCheckEvery
-// iterations and gives up (recording why, once per launch) when the flag is
-// set or the deadline passes, so a dead or stuck peer stops the kernel
-// instead of hanging the GPU.
+// a Waiter: it re-reads the abort flag, the clock and the verdict on the FIFO
+// it waits on every kCheckEvery iterations and gives up (recording why, once
+// per launch) when the flag is set, the deadline passes or a peer found that
+// the ranks' calls differ, so a dead or stuck peer or a mismatched call stops
+// the kernel instead of hanging the GPU. There, too, thread 0 tells the host
+// since when its lane makes no progress (LaneWaits, for the stall report).
 #pragma once
 
 #include <cstdint>
 
 #include "kernels/lane_plan.h"
+#include "kernels/primitives/lane_failure.cuh"
 
 namespace chorus::dev {
 
@@ -17,27 +20,11 @@ __device__ __forceinline__ uint64_t globalTimerNs() {
   return t;
 }
 
-// Records the first failure of a launch (a record made by the shared
-// constructors of kernels/common/step_rules.h); later ones are dropped.
-__device__ inline void recordFailure(LaneStatusRecord* rec, const step::LaneFailure& f) {
-  if (rec == nullptr) return;
-  if (atomicCAS(&rec->claim, 0, 1) == 0) {
-    rec->lane = f.lane;
-    rec->peer = f.peer;
-    rec->detail = f.detail;
-    rec->received = f.received;
-    rec->expected = f.expected;
-    __threadfence_system();
-    *reinterpret_cast<volatile int32_t*>(&rec->status) = f.status;
-    __threadfence_system();
-  }
-}
-
 class Waiter {
  public:
   static constexpr uint32_t kCheckEvery = 1024;
-  __device__ Waiter(const LaneLaunch& launch, const volatile int* blockFailed)
-      : launch_(launch), blockFailed_(blockFailed), start_(globalTimerNs()) {}
+  __device__ Waiter(const LaneParams& params, const volatile int* blockFailed)
+      : params_(params), launch_(params.L), blockFailed_(blockFailed), start_(globalTimerNs()) {}
 
   // The deadline bounds time without progress, not the launch: call this
   // whenever a piece has moved.
@@ -45,9 +32,16 @@ class Waiter {
 
   // Call once per spin iteration; false means stop waiting (the reason is
   // recorded, or another thread of the block already failed).
-  __device__ bool keepWaiting(int peer, bool receiving) {
+  __device__ bool keepWaiting(const DevFifo& fifo, bool receiving) {
     if (++spins_ % kCheckEvery != 0) return true;
+    const int peer = fifo.peer;
     if (blockFailed_ != nullptr && *blockFailed_ != 0) return false;
+    OpMismatchRecord verdict;
+    if (readVerdict(fifo, &verdict)) {
+      stopOnMismatch(params_, peer, verdict);
+      return false;
+    }
+    publishWait(peer, receiving);
     if (launch_.abortFlag != nullptr && *launch_.abortFlag != 0) {
       recordFailure(launch_.status, step::waitFailure(LaneStatus::Aborted, blockIdx.x, peer));
       return false;
@@ -61,10 +55,27 @@ class Waiter {
     return true;
   }
 
+  // Thread 0 at the end of its lane: the lane no longer waits.
+  __device__ void laneEnded() {
+    progressed();
+    publishWait(-1, false);
+  }
+
  private:
+  __device__ void publishWait(int peer, bool receiving) {
+    if (threadIdx.x != 0 || launch_.waits == nullptr || start_ == published_) return;
+    published_ = start_;
+    volatile LaneWaits* w = launch_.waits;
+    w->peer[blockIdx.x] = peer;
+    w->receiving[blockIdx.x] = receiving ? 1 : 0;
+    w->progressNs[blockIdx.x] = start_;
+  }
+
+  const LaneParams& params_;
   const LaneLaunch& launch_;
   const volatile int* blockFailed_;
   uint64_t start_;
+  uint64_t published_ = 0;
   uint32_t spins_ = 0;
 };
 

@@ -2,6 +2,7 @@
 
 #include <time.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace chorus {
@@ -57,6 +58,15 @@ void OpActivity::setWaiting(int64_t sinceUnixMs, int peer, bool receiving) {
   waitingSince_.store(sinceUnixMs, r);
 }
 
+void OpActivity::setDeviceWaiting(int64_t sinceUnixMs, int peer, bool receiving) {
+  constexpr auto r = std::memory_order_relaxed;
+  if (sinceUnixMs > 0) {
+    waitedPeer_.store(peer, r);
+    waitedReceiving_.store(receiving, r);
+  }
+  deviceWaitingSince_.store(sinceUnixMs, r);
+}
+
 OpActivity::Snapshot OpActivity::snapshot() const {
   constexpr auto r = std::memory_order_relaxed;
   Snapshot s;
@@ -72,6 +82,16 @@ OpActivity::Snapshot OpActivity::snapshot() const {
   s.waitingSinceUnixMs = s.inCall ? waitingSince_.load(r) : 0;
   s.waitedPeer = waitedPeer_.load(r);
   s.waitedReceiving = waitedReceiving_.load(r);
+  const int64_t onDevice = deviceWaitingSince_.load(r);
+  if (!s.inCall && onDevice > 0) {
+    // The latest call returned but its kernels have not finished.
+    const auto coll = static_cast<uint64_t>(pendingColl_.load(r));
+    const auto p2p = static_cast<uint64_t>(s.ntasks) - coll;
+    s.inCall = true;
+    s.collDone -= std::min(coll, s.collDone);
+    s.p2pDone -= std::min(p2p, s.p2pDone);
+    s.waitingSinceUnixMs = onDevice;
+  }
   return s;
 }
 

@@ -35,6 +35,10 @@ class OpActivity {
 
   // The executor saw no progress since `sinceUnixMs`, waiting on `peer`.
   void setWaiting(int64_t sinceUnixMs, int peer, bool receiving);
+  // GPU mode, where the call returns before its kernels run: the watchdog saw
+  // them make no progress since `sinceUnixMs` (0: they progress again). While
+  // set, snapshots show the latest call as in flight (not completed).
+  void setDeviceWaiting(int64_t sinceUnixMs, int peer, bool receiving);
 
   // Number of the latest collective started (1-based; 0: none yet).
   uint64_t lastCollective() const { return collStarted_.load(std::memory_order_relaxed); }
@@ -60,6 +64,7 @@ class OpActivity {
   std::atomic<int> ntasks_{0}, pendingColl_{0};
   std::atomic<uint64_t> collStarted_{0}, collDone_{0}, p2pStarted_{0}, p2pDone_{0};
   std::atomic<int64_t> waitingSince_{0};
+  std::atomic<int64_t> deviceWaitingSince_{0};
   std::atomic<int> waitedPeer_{-1};
   std::atomic<bool> waitedReceiving_{false};
   std::atomic<int64_t> lastEndMs_{0};  // coarse monotonic clock

@@ -38,12 +38,6 @@ OpPrint makeOpPrint(CollType coll, size_t count, ncclDataType_t dtype, ReduceKin
   return p;
 }
 
-OpPrint expectedFromPeer(const OpPrint& mine) {
-  OpPrint p = mine;
-  if (static_cast<CollType>(mine.coll) == CollType::Recv) p.coll = static_cast<uint8_t>(CollType::Send);
-  return p;
-}
-
 const char* dtypeName(ncclDataType_t t) {
   switch (t) {
     case ncclInt8:

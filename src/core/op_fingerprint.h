@@ -41,6 +41,8 @@ struct OpPrint {
 };
 static_assert(sizeof(OpPrint) == 24, "OpPrint is three 64-bit words (slot header and GPU records)");
 
+inline constexpr uint32_t kMaxFifoSlots = 64;  // slots of one FIFO at most (src/transport/fifo.h)
+
 // Two calls that did not match, as the rank that found out saw them:
 // `mine` is what rank `rank` called, `theirs` what its peer rank `peer`
 // sent. Travels unchanged to every other rank that learns of the mismatch,
@@ -52,12 +54,23 @@ struct OpMismatchRecord {
   int32_t peer = -1;
 };
 
-// The fingerprint of one call. `seq` comes from OpCounters::next.
-OpPrint makeOpPrint(CollType coll, size_t count, ncclDataType_t dtype, ReduceKind kind, int root, uint32_t seq);
+// The fingerprint part of a FIFO's control block (FifoControl::prints):
+// the print of every slot, and the verdict an end leaves when it found (or
+// learned) that the two ends' calls do not match. Plain words, so the host
+// (std::atomic_ref, src/transport/fifo.h) and the lane kernel
+// (cuda::atomic_ref, kernels/primitives/op_verdict.cuh) share the layout.
+// `verdict`: 0 none, 1 being written, 2 `mismatch` valid; first one wins.
+struct FifoPrints {
+  OpPrint slot[kMaxFifoSlots];
+  alignas(64) uint32_t verdict = 0;
+  uint32_t pad = 0;
+  OpMismatchRecord mismatch;
+};
 
-// What a receiver of `mine` expects the sender's slots to carry: the same
-// fingerprint for a collective; for a Recv, the matching Send.
-OpPrint expectedFromPeer(const OpPrint& mine);
+// The fingerprint of one call. `seq` comes from OpCounters::next. What a
+// receiver expects its peer's slots to carry is step::expectedFromPeer
+// (kernels/common/step_rules.h, shared with the lane kernel).
+OpPrint makeOpPrint(CollType coll, size_t count, ncclDataType_t dtype, ReduceKind kind, int root, uint32_t seq);
 
 // "AllReduce(1000 x float, sum)", "Broadcast(8 x int32, root 1)",
 // "Send(1000 x float)". Returns the characters written (as snprintf).

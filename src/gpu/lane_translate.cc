@@ -25,8 +25,23 @@ dev::DevFifo deviceEnd(const FifoEnd& end, uint64_t* position) {
   f.slotBytes = end.slotBytes;
   f.nslots = end.nslots;
   f.position = position;
+  f.prints = &end.ctl->prints;
   f.peer = end.peer;
   return f;
+}
+
+// Whether the launch's lane must wait at its end until `send`'s receiver
+// took every slot (the host executor's sendsTaken, src/plan/plan_verdict.cc).
+bool drained(const Plan& plan, const SendConnector* send) {
+  if (!plan.sendsClassified) return true;
+  return std::find(plan.unprovenSends.begin(), plan.unprovenSends.end(), send) != plan.unprovenSends.end();
+}
+
+// The launch-local index of plan task `task` (LaunchArrays::tasks).
+uint16_t launchTask(size_t task, LaunchArrays* out) {
+  auto it = std::find(out->tasks.begin(), out->tasks.end(), task);
+  if (it == out->tasks.end()) it = out->tasks.insert(it, task);
+  return static_cast<uint16_t>(it - out->tasks.begin());
 }
 
 // Builds one launch from the segments of every lane whose task is in
@@ -42,6 +57,7 @@ class LaunchBuilder {
     dl.firstSegment = static_cast<uint32_t>(out->segments.size());
     dl.protocol = lane.proto == Proto::LL ? dev::Protocol::LL : dev::Protocol::Simple;
     uint32_t minSlot = UINT32_MAX;
+    std::vector<int> drains;  // fifos of send ends this lane drains
     for (; *cursor < lane.segments.size() && allowed.count(lane.segments[*cursor].task) != 0; ++*cursor) {
       sched::Segment seg = lane.segments[*cursor];
       if (sched::segmentSteps(seg) == 0) continue;
@@ -51,6 +67,7 @@ class LaunchBuilder {
         const ConnRef& ref = plan_.conns[static_cast<size_t>(c)];
         int idx = 0;
         CHORUS_CHECK(fifoIndex(ref, laneId, out, &idx));
+        if (ref.send != nullptr && drained(plan_, ref.send)) drains.push_back(idx);
         minSlot = std::min(minSlot, ref.end().slotBytes);
         peerReads = ref.send != nullptr && ref.end().peerReadsOurBuffers;
         c = static_cast<int16_t>(idx);
@@ -59,6 +76,7 @@ class LaunchBuilder {
       if (!peerReads) seg.flags = static_cast<uint8_t>(seg.flags & ~sched::kSegDirect);
       if (seg.ringTable >= 0) seg.ringTable = ringTableIndex(seg, out);
       if (asBytes) seg = sched::asBytes(seg, typeSize(plan_.tasks[seg.task].dtype));
+      seg.task = launchTask(seg.task, out);
       out->segments.push_back(seg);
     }
     dl.nSegments = static_cast<uint32_t>(out->segments.size()) - dl.firstSegment;
@@ -67,6 +85,7 @@ class LaunchBuilder {
     if (minSlot != UINT32_MAX && dl.pieceBytes > minSlot)
       return fail(ncclInternalError, "GPU plan: lane %d moves pieces of %u bytes through %u-byte slots", laneId,
                   dl.pieceBytes, minSlot);
+    for (int idx : drains) out->fifos[static_cast<size_t>(idx)].drainBy = static_cast<int8_t>(out->lanes.size());
     out->lanes.push_back(dl);
     return ncclSuccess;
   }
@@ -157,7 +176,8 @@ struct Attempt {
 bool fits(const LaunchArrays& l) {
   return l.lanes.size() <= kMaxLanesPerLaunch && l.fifos.size() <= static_cast<size_t>(dev::kLaunchMaxFifos) &&
          l.segments.size() <= static_cast<size_t>(dev::kLaunchMaxSegments) &&
-         l.rankTable.size() <= static_cast<size_t>(dev::kLaunchMaxRankTable);
+         l.rankTable.size() <= static_cast<size_t>(dev::kLaunchMaxRankTable) &&
+         l.tasks.size() <= static_cast<size_t>(dev::kLaunchMaxTasks);
 }
 
 // Builds the launch of the tasks of units u..w from `base` cursors; every
@@ -184,6 +204,7 @@ ncclResult_t tryLaunch(const Plan& plan, const PositionFor& positionFor, const s
   h.nSegments = static_cast<int>(out->launch.segments.size());
   h.nFifos = static_cast<int>(out->launch.fifos.size());
   h.nRankTable = static_cast<int>(out->launch.rankTable.size());
+  h.nTasks = static_cast<int>(out->launch.tasks.size());
   return ncclSuccess;
 }
 
@@ -213,11 +234,12 @@ ncclResult_t translatePlan(const Plan& plan, const PositionFor& positionFor, std
     if (!fits(best.launch))
       return fail(ncclInvalidUsage,
                   "GPU plan: %s of %zu task(s) needs %zu lanes, %zu connector ends, %zu segments and %zu ring-table "
-                  "entries in one kernel launch; a launch holds %zu, %d, %d and %d (split the group of operations)",
+                  "entries in one kernel launch; a launch holds %zu, %d, %d and %d, and %d tasks (split the group of "
+                  "operations)",
                   units[u].p2p ? "a group of point-to-point operations" : collName(plan.tasks[units[u].tasks[0]].type),
                   units[u].tasks.size(), best.launch.lanes.size(), best.launch.fifos.size(),
                   best.launch.segments.size(), best.launch.rankTable.size(), kMaxLanesPerLaunch, dev::kLaunchMaxFifos,
-                  dev::kLaunchMaxSegments, dev::kLaunchMaxRankTable);
+                  dev::kLaunchMaxSegments, dev::kLaunchMaxRankTable, dev::kLaunchMaxTasks);
     for (size_t w = u + 1; w < units.size() && sameLaunchSpec(plan, units[u], units[w]); ++w) {
       Attempt bigger;
       CHORUS_CHECK(tryLaunch(plan, positionFor, units, u, w, done, &bigger));

@@ -39,6 +39,10 @@ struct LaunchArrays {
   std::vector<sched::Segment> segments;  // conn: indices of `fifos`; ringTable: of `rankTable`
   std::vector<dev::DevFifo> fifos;
   std::vector<int32_t> rankTable;
+  // The plan's tasks in the launch: Segment::task of `segments` indexes this
+  // list, whose entries index Plan::tasks (and Plan::stamps, whose
+  // fingerprints the executor copies into the launch: they change per call).
+  std::vector<size_t> tasks;
 };
 
 // Where the position counter of a connector end lives on the device.
@@ -49,7 +53,10 @@ using PositionFor = std::function<uint64_t*(const FifoEnd& end, bool sender)>;
 // a GPU.
 inline constexpr size_t kMaxLanesPerLaunch = 64;
 
-// Translates `plan`. Errors with a message: ncclInvalidUsage when one task
+// Translates `plan`. A send end the plan's receives do not prove matched
+// (Plan::unprovenSends; every send end of a plan that was never stamped)
+// is drained by its lane at the end of the launch (DevFifo::drainBy).
+// Errors with a message: ncclInvalidUsage when one task
 // (or point-to-point group) needs more than one launch holds; ncclInternalError
 // when the plan breaks an invariant the kernel relies on (a connector used by
 // two lanes, a piece larger than a slot, steps out of task order).

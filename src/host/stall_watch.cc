@@ -59,7 +59,7 @@ void sendNote(ncclComm* comm, int peer, const StallNote& n) {
 // Reads every note that has arrived; true if one came from a rank waiting in our operation.
 // A note about an operation this rank completed is left over from an earlier stall and dropped.
 bool readNotes(ncclComm* comm, std::map<int, StallNote>* notes, uint64_t ourCollective) {
-  const uint64_t done = comm->activity.collectivesDone();
+  const uint64_t done = comm->activity.snapshot().collDone;
   bool sameOp = false;
   for (int peer = 0; peer < comm->id.nranks; ++peer) {
     if (peer == comm->id.rank) continue;
@@ -84,34 +84,68 @@ std::string callText(const OpActivity::Snapshot& s) {
 
 }  // namespace
 
-void StallWatch::reset(std::span<Plan* const> plans, Clock::time_point lastProgress) {
-  since_ = lastProgress;
-  recorded_ = false;
+bool StallWatch::begin(std::span<ncclComm* const> comms, Clock::time_point lastProgress, int64_t idleMs) {
+  if (lastProgress != since_ || comms_.size() != comms.size()) {
+    resumed();
+    since_ = lastProgress;
+    for (ncclComm* c : comms) {
+      PerComm st;
+      st.comm = c;
+      st.nextReportMs = c->config.stallWarnMs;
+      comms_.push_back(st);
+    }
+  }
+  return idleMs >= kRecordAfterMs;
+}
+
+void StallWatch::resumed() {
+  for (PerComm& st : comms_)
+    if (onDevice_) st.comm->activity.setDeviceWaiting(0, -1, false);
+  recorded_ = onDevice_ = false;
   comms_.clear();
-  for (Plan* p : plans) {
-    PerComm st;
-    st.comm = p->comm;
-    st.nextReportMs = p->comm->config.stallWarnMs;
-    comms_.push_back(st);
+}
+
+void StallWatch::record(std::span<const StallSubject> subjects, int64_t idleMs) {
+  if (recorded_) return;
+  recorded_ = true;
+  const int64_t since = unixNowMs() - idleMs;
+  for (const StallSubject& s : subjects) {
+    if (s.onDevice) {
+      onDevice_ = true;
+      s.comm->activity.setDeviceWaiting(since, s.waitedPeer, s.receiving);
+    } else {
+      s.comm->activity.setWaiting(since, s.waitedPeer, s.receiving);
+    }
   }
 }
 
 void StallWatch::idle(std::span<Plan* const> plans, Clock::time_point lastProgress, Clock::time_point now) {
-  if (lastProgress != since_ || comms_.size() != plans.size()) reset(plans, lastProgress);
   const int64_t idleMs = std::chrono::duration_cast<std::chrono::milliseconds>(now - lastProgress).count();
-  if (idleMs < kRecordAfterMs) return;
+  if (lastProgress == since_ && comms_.size() == plans.size() && idleMs < kRecordAfterMs) return;
+  std::vector<ncclComm*> comms;
+  for (Plan* p : plans) comms.push_back(p->comm);
+  if (!begin(comms, lastProgress, idleMs)) return;
   if (!recorded_) {
-    recorded_ = true;
+    std::vector<StallSubject> subjects;
     for (Plan* p : plans) {
       const auto [peer, receiving] = waitedPeer(*p);
-      p->comm->activity.setWaiting(unixNowMs() - idleMs, peer, receiving);
+      subjects.push_back({p->comm, peer, receiving, false});
     }
+    record(subjects, idleMs);
   }
-  for (size_t i = 0; i < plans.size(); ++i) watch(*plans[i], comms_[i], idleMs);
+  for (PerComm& st : comms_) watch(st, idleMs);
 }
 
-void StallWatch::watch(Plan& plan, PerComm& st, int64_t idleMs) {
-  ncclComm* comm = plan.comm;
+void StallWatch::idle(const StallSubject& subject, Clock::time_point lastProgress, Clock::time_point now) {
+  const int64_t idleMs = std::chrono::duration_cast<std::chrono::milliseconds>(now - lastProgress).count();
+  ncclComm* comm = subject.comm;
+  if (!begin(std::span<ncclComm* const>(&comm, 1), lastProgress, idleMs)) return;
+  record(std::span<const StallSubject>(&subject, 1), idleMs);
+  watch(comms_[0], idleMs);
+}
+
+void StallWatch::watch(PerComm& st, int64_t idleMs) {
+  ncclComm* comm = st.comm;
   const int64_t warnMs = comm->config.stallWarnMs;
   if (warnMs <= 0 || comm->bootstrap == nullptr || comm->id.nranks < 2) return;
   if (idleMs < warnMs / 2) return;

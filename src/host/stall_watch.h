@@ -7,6 +7,9 @@
 // theirs for up to two seconds (while the executor keeps polling) and logs one WARN line with the global
 // picture (core/stall_report.h), then again after every further interval.
 // Nothing here ends the wait: a stall is reported, never turned into an error.
+// GPU mode uses the same watch from its watchdog (src/gpu/cuda/gpu_watchdog.cc):
+// there the call has returned and the operation runs in kernels, whose lanes
+// tell the host since when they wait and on whom (dev::LaneWaits).
 #pragma once
 
 #include <chrono>
@@ -18,12 +21,25 @@
 
 namespace chorus {
 
+// A communicator whose operation makes no progress: on whom it waits, and
+// whether the operation runs on the device (GPU mode: the call returned).
+struct StallSubject {
+  ncclComm* comm = nullptr;
+  int waitedPeer = -1;
+  bool receiving = false;
+  bool onDevice = false;
+};
+
 class StallWatch {
  public:
   using Clock = std::chrono::steady_clock;
 
   // Called from the executor's idle checks with the time of the last progress.
   void idle(std::span<Plan* const> plans, Clock::time_point lastProgress, Clock::time_point now);
+  // GPU mode: the kernels of `subject.comm` made no progress since lastProgress.
+  void idle(const StallSubject& subject, Clock::time_point lastProgress, Clock::time_point now);
+  // GPU mode: the kernels progressed or finished; a recorded stall is over.
+  void resumed();
 
  private:
   struct PerComm {
@@ -35,11 +51,15 @@ class StallWatch {
     std::map<int, StallNote> notes;
   };
 
-  void reset(std::span<Plan* const> plans, Clock::time_point lastProgress);
-  void watch(Plan& plan, PerComm& st, int64_t idleMs);
+  // Starts a new stall of `comms` (forgetting the last one) when the time of
+  // the last progress changed; false while the stall is too young to record.
+  bool begin(std::span<ncclComm* const> comms, Clock::time_point lastProgress, int64_t idleMs);
+  void record(std::span<const StallSubject> subjects, int64_t idleMs);
+  void watch(PerComm& st, int64_t idleMs);
 
   Clock::time_point since_{};
   bool recorded_ = false;
+  bool onDevice_ = false;  // what was recorded is a device wait (cleared by resumed/begin)
   std::vector<PerComm> comms_;
 };
 

@@ -1,5 +1,6 @@
 // Fingerprints of a plan's tasks for one launch (src/core/op_fingerprint.h).
 #include "core/comm.h"
+#include "kernels/common/step_rules.h"
 #include "plan/plan.h"
 #include "transport/connection_table.h"
 
@@ -15,7 +16,7 @@ void stampPlan(Plan& plan) {
     const uint32_t seq = plan.comm->opCounters.next(t.type, t.root);
     OpStamp& s = plan.stamps[i];
     s.mine = makeOpPrint(t.type, t.count, t.dtype, t.spec.kind, t.root, seq);
-    s.expect = expectedFromPeer(s.mine);
+    s.expect = step::expectedFromPeer(s.mine);
   }
   markPlanStarted(plan);
 }

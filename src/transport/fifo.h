@@ -26,7 +26,6 @@
 
 namespace chorus {
 
-inline constexpr uint32_t kMaxFifoSlots = 64;
 inline constexpr uint64_t kFifoMagic = 0x43484f5255534649ull;  // "CHORUSFI"
 
 struct FifoControl {
@@ -38,13 +37,11 @@ struct FifoControl {
   int32_t receiverPid;
   int32_t senderPid;
   uint32_t sizes[kMaxFifoSlots];
-  OpPrint prints[kMaxFifoSlots];
-  // Set by either end that found the two ends' calls do not match (or
-  // learned so from another connector), read by the other end when it cannot
-  // make progress: a sender whose slots were refused, a receiver whose
-  // sender stopped. 0 none, 1 being written, 2 `mismatch` valid.
-  alignas(64) std::atomic<uint32_t> verdict;
-  OpMismatchRecord mismatch;
+  // The slots' fingerprints, and the verdict: set by either end that found
+  // the two ends' calls do not match (or learned so from another connector),
+  // read by the other end when it cannot make progress: a sender whose slots
+  // were refused, a receiver whose sender stopped.
+  FifoPrints prints;
   // The receiver's latest completed collective (its fingerprint number), set
   // when its plan finished: a broadcast or reduce sender that does not hear
   // back from this peer otherwise waits for it (plan_verdict.cc, awaitDone).
@@ -55,14 +52,15 @@ static_assert(sizeof(FifoControl) <= 4096, "the FIFO control block is one page")
 // Records a mismatch on the connector (first one wins).
 inline void fifoSetMismatch(FifoControl* ctl, const OpMismatchRecord& r) {
   uint32_t expected = 0;
-  if (!ctl->verdict.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) return;
-  ctl->mismatch = r;
-  ctl->verdict.store(2, std::memory_order_release);
+  std::atomic_ref<uint32_t> verdict(ctl->prints.verdict);
+  if (!verdict.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) return;
+  ctl->prints.mismatch = r;
+  verdict.store(2, std::memory_order_release);
 }
 // The mismatch recorded on the connector, if any.
-inline bool fifoMismatch(const FifoControl* ctl, OpMismatchRecord* r) {
-  if (ctl->verdict.load(std::memory_order_acquire) != 2) return false;
-  *r = ctl->mismatch;
+inline bool fifoMismatch(FifoControl* ctl, OpMismatchRecord* r) {
+  if (std::atomic_ref<uint32_t>(ctl->prints.verdict).load(std::memory_order_acquire) != 2) return false;
+  *r = ctl->prints.mismatch;
   return true;
 }
 
@@ -146,7 +144,7 @@ class SendConnector {
   void post(uint32_t bytes, const OpPrint& print = {}) {
     if (end_.traffic != nullptr) end_.traffic->add(slotPayloadBytes(slot(), bytes));
     end_.ctl->sizes[tail_ % end_.nslots] = bytes;
-    end_.ctl->prints[tail_ % end_.nslots] = print;
+    end_.ctl->prints.slot[tail_ % end_.nslots] = print;
     end_.ctl->tail.store(++tail_, std::memory_order_release);
     if (end_.doorbell != nullptr) end_.doorbell->ring();
   }
@@ -176,7 +174,7 @@ class RecvConnector {
   }
   const char* slot() const { return end_.slot(head_); }
   uint32_t size() const { return end_.ctl->sizes[head_ % end_.nslots]; }
-  const OpPrint& print() const { return end_.ctl->prints[head_ % end_.nslots]; }
+  const OpPrint& print() const { return end_.ctl->prints.slot[head_ % end_.nslots]; }
   void release() {
     if (end_.traffic != nullptr) end_.traffic->add(slotPayloadBytes(slot(), size()));
     end_.ctl->head.store(++head_, std::memory_order_release);

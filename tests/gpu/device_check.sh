@@ -37,7 +37,8 @@
 # (all_reduce_perf -t 2 -b 8 -e 1M: the collective benchmarks run only when
 # it neither timed out nor failed to print its table); the GPU tests (the
 # cheap kernel cases in one chorus_gpu_tests process with --gtest_filter, the
-# rest through ctest -L gpu -j4); the device-to-device copy bandwidth
+# failure-semantics cases (GpuFailure.*: mismatched calls, the stall line) in
+# another, the rest through ctest -L gpu -j4); the device-to-device copy bandwidth
 # (reduce_kernel_perf, the HBM yardstick for bus bandwidths); all_reduce,
 # float, with 8, 2 and 4 ranks on the one GPU (threads of one process: -t N,
 # no MPS needed), -b 8 -e 1G -f 4 -c 1; the 8-byte all-reduce latency on 2
@@ -377,11 +378,18 @@ fi
 # The cheap kernel cases (hundreds of short ones) in one process; the rest
 # through ctest, one process per case, 4 at a time, 60 s each at most.
 cheap_filter='AllTypesAndKinds/*:ReduceKernelArgs.*:LaneParamsChecks.*'
-cheap_regex='^(AllTypesAndKinds/|ReduceKernelArgs[.]|LaneParamsChecks[.])'
+cheap_regex='^(AllTypesAndKinds/|ReduceKernelArgs[.]|LaneParamsChecks[.]|GpuFailure[.])'
 if have "$gpu_tests" gpu-kernel-tests; then
   run gpu-kernel-tests 90 gtest "$gpu_tests" --gtest_filter="$cheap_filter"
   grep -E '^\[  FAILED  \] [A-Za-z]' "$work/gpu-kernel-tests.log" | sed 's/, where .*//; s/ ([0-9]* ms)$//' |
     sort -u | head -n 20 | cut -c1-160 | sed 's/^\[  FAILED  \] /    failed: /' | tee -a "$summary"
+fi
+# Operation fingerprints and the stall line in GPU mode (gpu_mismatch_test.cc):
+# three mismatched pairs of calls (about 1 s each at most) and one 2 s stall.
+if have "$gpu_tests" gpu-failure-tests; then
+  run gpu-failure-tests 60 gtest "$gpu_tests" --gtest_filter='GpuFailure.*'
+  grep -E '^\[  FAILED  \] [A-Za-z]' "$work/gpu-failure-tests.log" | sed 's/ ([0-9]* ms)$//' |
+    sort -u | head -n 10 | cut -c1-160 | sed 's/^\[  FAILED  \] /    failed: /' | tee -a "$summary"
 fi
 if have "$gpu_tests" gpu-tests; then
   run gpu-tests 200 ctest ctest --test-dir "$build" -L gpu -E "$cheap_regex" -j4 --output-on-failure

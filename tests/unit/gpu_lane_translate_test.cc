@@ -258,7 +258,7 @@ TEST_F(LaneTranslate, ManyEqualCollectivesSplitAtTaskBoundariesWhenALaunchIsFull
     EXPECT_EQ(l.header.nSegments, static_cast<int>(l.segments.size()));
     // Whole tasks, in order.
     std::map<size_t, size_t> ofTask;
-    for (const auto& s : l.segments) ofTask[s.task] += 1;
+    for (const auto& s : l.segments) ofTask[l.tasks.at(s.task)] += 1;
     for (const auto& [task, n] : ofTask) {
       EXPECT_EQ(task, nextTask) << "tasks out of order across launches";
       EXPECT_EQ(n, perTask[task]) << "task " << task << " was cut between two launches";
@@ -270,6 +270,53 @@ TEST_F(LaneTranslate, ManyEqualCollectivesSplitAtTaskBoundariesWhenALaunchIsFull
   size_t want = 0;
   for (size_t n : perTask) want += n;
   EXPECT_EQ(total, want);
+}
+
+// Operation fingerprints in GPU mode (docs/reliability.md): every connector
+// end points at its FIFO's fingerprints, segments name the launch's own task
+// list (whose entries are the plan's tasks, for this call's prints), and
+// exactly the send ends classifySends leaves unproven are drained by their
+// lane at the end of the launch.
+TEST_F(LaneTranslate, LaunchTasksFingerprintsAndDrainedSends) {
+  HostFifo toA(kSlot, 4, 0, 1), toB(kSlot, 4, 0, 2), fromA(kSlot, 4, 1, 0);
+  const uint16_t skipped = addTask(ncclInt32, ReduceKind::Sum);  // another spec: another launch
+  const uint16_t t1 = addTask(ncclFloat32, ReduceKind::Sum), t2 = addTask(ncclFloat32, ReduceKind::Sum);
+  const int16_t a = conn(toA.send.get()), b = conn(toB.send.get()), in = conn(fromA.recv.get());
+  addLanes(3);
+  plan.lanes[0].segments = {single(skipped, kNoConn, a, 8), single(t1, kNoConn, a, 8)};
+  plan.lanes[1].segments = {single(t2, kNoConn, b, 8)};
+  plan.lanes[2].segments = {single(t2, in, kNoConn, 8)};
+  plan.unprovenSends = {toB.send.get()};
+  plan.sendsClassified = true;
+  ASSERT_EQ(translate(), ncclSuccess);
+  ASSERT_EQ(launches.size(), 2u);
+  EXPECT_EQ(launches[0].tasks, std::vector<size_t>{skipped});
+  const auto& L = launches[1];
+  ASSERT_EQ(L.tasks, (std::vector<size_t>{t1, t2}));
+  EXPECT_EQ(L.header.nTasks, 2);
+  ASSERT_EQ(L.segments.size(), 3u);
+  EXPECT_EQ(L.segments[0].task, 0u);  // t1
+  EXPECT_EQ(L.segments[1].task, 1u);  // t2
+  EXPECT_EQ(L.segments[2].task, 1u);
+  ASSERT_EQ(L.fifos.size(), 3u);
+  int drained = 0;
+  for (const dev::DevFifo& f : L.fifos) {
+    EXPECT_TRUE(f.prints == &toA.send->end().ctl->prints || f.prints == &toB.send->end().ctl->prints ||
+                f.prints == &fromA.send->end().ctl->prints);
+    if (f.prints == &toB.send->end().ctl->prints) {
+      EXPECT_EQ(f.drainBy, 1) << "the send to rank 2 is unproven: its lane (the launch's second) drains it";
+      ++drained;
+    } else {
+      EXPECT_EQ(f.drainBy, -1);
+    }
+  }
+  EXPECT_EQ(drained, 1);
+
+  // A plan that was never classified drains every send end.
+  plan.sendsClassified = false;
+  ASSERT_EQ(translate(), ncclSuccess);
+  for (const dev::DevFifo& f : launches[1].fifos)
+    EXPECT_EQ(f.drainBy >= 0, f.prints != &fromA.send->end().ctl->prints) << "only receive ends are not drained";
 }
 
 // One task that needs more segments than a launch holds cannot be split (its

@@ -67,10 +67,10 @@ TEST(OpFingerprint, ARecvExpectsTheMatchingSend) {
   const OpPrint recv = makeOpPrint(CollType::Recv, 1000, ncclFloat32, ReduceKind::Sum, 0, 3);
   const OpPrint send = makeOpPrint(CollType::Send, 1000, ncclFloat32, ReduceKind::Sum, 1, 3);
   EXPECT_FALSE(step::printMatches(send, recv));
-  EXPECT_TRUE(step::printMatches(send, expectedFromPeer(recv)));
+  EXPECT_TRUE(step::printMatches(send, step::expectedFromPeer(recv)));
   const OpPrint other = makeOpPrint(CollType::Send, 2000, ncclFloat32, ReduceKind::Sum, 1, 3);
-  EXPECT_FALSE(step::printMatches(other, expectedFromPeer(recv)));
-  EXPECT_TRUE(step::printMatches(allReduce(5), expectedFromPeer(allReduce(5))));
+  EXPECT_FALSE(step::printMatches(other, step::expectedFromPeer(recv)));
+  EXPECT_TRUE(step::printMatches(allReduce(5), step::expectedFromPeer(allReduce(5))));
 }
 
 TEST(OpFingerprint, CountersPerCommunicatorAndPerPeerDirection) {

@@ -1,8 +1,11 @@
 // The stall report's pure parts: the note's encoding, rank lists and the
-// line (core/stall_report.h).
+// line (core/stall_report.h), and the activity record's GPU-mode view
+// (core/op_activity.h: a returned call whose kernels make no progress).
 #include "core/stall_report.h"
 
 #include <gtest/gtest.h>
+
+#include "core/op_activity.h"
 
 namespace chorus {
 namespace {
@@ -103,6 +106,33 @@ TEST(RankStatus, RoundTripsAndRejectsOtherBytes) {
   std::vector<uint8_t> bytes = encodeRankStatus(s);
   bytes[12] = 2;
   EXPECT_FALSE(decodeRankStatus(bytes, &back));
+}
+
+// GPU mode: the call has returned (completed as far as the host thread is
+// concerned); while the watchdog marks its kernels as waiting, snapshots show
+// it in flight and not completed, with the waited peer; cleared, as before.
+TEST(OpActivity, DeviceWaitingShowsTheReturnedCallInFlight) {
+  OpActivity a;
+  a.begin(makeOpPrint(CollType::AllReduce, 1000, ncclFloat32, ReduceKind::Sum, 0, 1), 1, 1);
+  a.end();
+  a.begin(makeOpPrint(CollType::AllReduce, 1000, ncclFloat32, ReduceKind::Sum, 0, 2), 1, 1);
+  a.end();
+  OpActivity::Snapshot s = a.snapshot();
+  EXPECT_FALSE(s.inCall);
+  EXPECT_EQ(s.collDone, 2u);
+  a.setDeviceWaiting(12345, 1, true);
+  s = a.snapshot();
+  EXPECT_TRUE(s.inCall);
+  EXPECT_EQ(s.collStarted, 2u);
+  EXPECT_EQ(s.collDone, 1u);
+  EXPECT_EQ(s.call.seq, 2u);
+  EXPECT_EQ(s.waitingSinceUnixMs, 12345);
+  EXPECT_EQ(s.waitedPeer, 1);
+  EXPECT_TRUE(s.waitedReceiving);
+  a.setDeviceWaiting(0, -1, false);
+  s = a.snapshot();
+  EXPECT_FALSE(s.inCall);
+  EXPECT_EQ(s.collDone, 2u);
 }
 
 }  // namespace

@@ -94,6 +94,7 @@ CommState::~CommState() {
   if (last != nullptr) (void)cudaEventDestroy(last);
   if (abortHost != nullptr) (void)cudaFreeHost(abortHost);
   if (statusHost != nullptr) (void)cudaFreeHost(statusHost);
+  if (waitsHost != nullptr) (void)cudaFreeHost(waitsHost);
 }
 
 bool CommState::busy() {
@@ -129,6 +130,9 @@ ncclResult_t commSetup(ncclComm* comm) {
   CHORUS_CHECK(allocMapped(sizeof(dev::LaneStatusRecord), &host, &device));
   st->statusHost = static_cast<dev::LaneStatusRecord*>(host);
   st->statusDevice = static_cast<dev::LaneStatusRecord*>(device);
+  CHORUS_CHECK(allocMapped(sizeof(dev::LaneWaits), &host, &device));
+  st->waitsHost = static_cast<dev::LaneWaits*>(host);
+  st->waitsDevice = static_cast<dev::LaneWaits*>(device);
   CHORUS_CHECK(preloadOnce(st->device));
   int sms = 0;
   CHORUS_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, st->device));
@@ -208,6 +212,8 @@ ncclResult_t commPollError(ncclComm* comm) {
   f.detail = rec->detail;
   f.received = rec->received;
   f.expected = rec->expected;
+  if (status == static_cast<int32_t>(step::LaneStatus::OpMismatch))
+    std::memcpy(&f.mismatch, const_cast<const OpMismatchRecord*>(&rec->mismatch), sizeof(f.mismatch));
   char msg[384];
   const ncclResult_t code = describeLaneFailure(f, comm->id.rank, comm->config.timeoutMs, msg, sizeof(msg));
   if (!st.errorReported.exchange(true)) CHORUS_WARN(kLogColl, "%s", msg);

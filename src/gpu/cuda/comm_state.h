@@ -6,6 +6,9 @@
 //   status        the first failure any kernel of the communicator recorded
 //                 (lane, peer, reason), in pinned, mapped host memory, read by
 //                 commPollError without synchronizing with the GPU.
+//   waits         since when each lane of the running launch makes no
+//                 progress, and on whom it waits (pinned, mapped host
+//                 memory), read by the watchdog for the stall report.
 //   positions     one device-memory counter per connector end: how many pieces
 //                 that end has moved. They live as long as the communicator,
 //                 so consecutive launches and CUDA graph replays continue
@@ -53,6 +56,8 @@ struct CommState {
   int32_t* abortDevice = nullptr;
   dev::LaneStatusRecord* statusHost = nullptr;  // pinned, mapped
   dev::LaneStatusRecord* statusDevice = nullptr;
+  dev::LaneWaits* waitsHost = nullptr;  // pinned, mapped: what the lanes wait on (stall reports)
+  dev::LaneWaits* waitsDevice = nullptr;
   PositionPool positions;
   std::mutex launchMutex;  // guards inFlight, last and lastStream
   std::map<cudaStream_t, cudaEvent_t> inFlight;
@@ -63,6 +68,7 @@ struct CommState {
   cudaStream_t lastStream = nullptr;
   bool launchedBefore = false;
   std::atomic<bool> errorReported{false};
+  bool verdictSpread = false;  // the watchdog spread a mismatch (spreadVerdict)
 
   ~CommState();
   // Waits until every recorded launch finished, at most `boundMs`; false on timeout.
@@ -70,6 +76,10 @@ struct CommState {
   // Whether kernels launched through the communicator may still be running.
   bool busy();
 };
+
+// After a kernel of `comm` stopped on a mismatch: `r` on every connector end
+// of the communicator that holds no verdict yet (src/gpu/cuda/verdict_copy.cc).
+void spreadVerdict(ncclComm* comm, const OpMismatchRecord& r);
 
 // The translated launches of a plan (Plan::deviceForm).
 struct DeviceForm;

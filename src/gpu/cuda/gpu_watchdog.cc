@@ -1,7 +1,9 @@
 #include "gpu/cuda/gpu_watchdog.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cstring>
 #include <string>
 
 #include <cuda_runtime_api.h>
@@ -41,6 +43,7 @@ void GpuWatchdog::add(ncclComm* comm) {
 void GpuWatchdog::remove(ncclComm* comm) {
   std::lock_guard<std::mutex> lock(mutex_);
   comms_.erase(std::remove(comms_.begin(), comms_.end(), comm), comms_.end());
+  stalls_.erase(comm);
   cv_.notify_all();
 }
 
@@ -60,15 +63,29 @@ void GpuWatchdog::run() {
 
 void GpuWatchdog::check(ncclComm* comm) {
   CommState& st = *comm->gpu;
-  if (st.statusHost->status != 0) {
-    (void)commPollError(comm);
-    commSignalAbort(comm);
-    return;
-  }
   // The communicator's device, never restored: this thread belongs to the
   // library, and switching back to device 0 would create a context there.
   (void)cudaSetDevice(st.device);
-  if (!st.busy()) return;
+  const volatile dev::LaneStatusRecord* rec = st.statusHost;
+  if (rec->status != 0) {
+    (void)commPollError(comm);
+    commSignalAbort(comm);
+    // The connector table is the communicator's (guarded by its opMutex): a
+    // call in progress defers the spread to a later check.
+    if (rec->status == static_cast<int32_t>(step::LaneStatus::OpMismatch) && !st.verdictSpread &&
+        comm->opMutex.try_lock()) {
+      std::lock_guard<std::mutex> op(comm->opMutex, std::adopt_lock);
+      st.verdictSpread = true;
+      std::atomic_thread_fence(std::memory_order_acquire);
+      OpMismatchRecord r;
+      std::memcpy(&r, const_cast<const OpMismatchRecord*>(&rec->mismatch), sizeof(r));
+      spreadVerdict(comm, r);
+    }
+    return;
+  }
+  const bool busy = st.busy();
+  watchStall(comm, busy);
+  if (!busy) return;
   const PeerInfo& self = comm->conns->peer(comm->id.rank);
   for (const PeerInfo& p : comm->conns->peers()) {
     if (p.rank == self.rank || p.hostHash != self.hostHash || p.processToken == self.processToken) continue;
@@ -80,6 +97,37 @@ void GpuWatchdog::check(ncclComm* comm) {
     commSignalAbort(comm);
     return;
   }
+}
+
+// No progress = the communicator's kernels run and no lane's report changed
+// (a lane writes when it starts waiting after progress, and when it ends).
+void GpuWatchdog::watchStall(ncclComm* comm, bool busy) {
+  Stall& s = stalls_[comm];
+  const auto now = StallWatch::Clock::now();
+  const volatile dev::LaneWaits* w = comm->gpu->waitsHost;
+  constexpr size_t kLanes = sizeof(w->progressNs) / sizeof(w->progressNs[0]);
+  s.seen.resize(kLanes);
+  bool changed = false;
+  StallSubject subject{comm, -1, false, true};
+  uint64_t oldest = UINT64_MAX;
+  for (size_t i = 0; i < kLanes; ++i) {
+    const uint64_t at = w->progressNs[i];
+    changed |= at != s.seen[i];
+    s.seen[i] = at;
+    if (w->peer[i] >= 0 && at < oldest) {  // the lane waiting longest names the peer
+      oldest = at;
+      subject.waitedPeer = w->peer[i];
+      subject.receiving = w->receiving[i] != 0;
+    }
+  }
+  if (!busy || !s.busy || changed) s.lastProgress = now;
+  if (!busy) {
+    if (s.busy) s.watch.resumed();
+    s.busy = false;
+    return;
+  }
+  s.busy = true;
+  s.watch.idle(subject, s.lastProgress, now);
 }
 
 }  // namespace chorus::gpu

@@ -3,12 +3,21 @@
 // recorded (timeout, mismatch) becomes the communicator's asynchronous error
 // and raises its abort flag so the other lanes stop too; a peer process on
 // this host that exited does the same, so a dead peer costs milliseconds, not
-// the no-progress timeout. It runs only while GPU communicators exist.
+// the no-progress timeout. While kernels run it also watches for stalls: when
+// none of the communicator's lanes made progress for CHORUS_STALL_WARN_S
+// (what the lanes report in dev::LaneWaits), the host executor's StallWatch
+// compares notes with the peers and logs the same WARN line (and status
+// file). It runs only while GPU communicators exist.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
+#include <cstdint>
+#include <map>
 #include <mutex>
 #include <vector>
+
+#include "host/stall_watch.h"
 
 struct ncclComm;
 
@@ -25,6 +34,16 @@ class GpuWatchdog {
   GpuWatchdog() = default;
   void run();
   void check(ncclComm* comm);
+  void watchStall(ncclComm* comm, bool busy);
+
+  // Per communicator: what its lanes last reported, and since when that is unchanged.
+  struct Stall {
+    StallWatch watch;
+    StallWatch::Clock::time_point lastProgress{};
+    std::vector<uint64_t> seen;
+    bool busy = false;
+  };
+  std::map<ncclComm*, Stall> stalls_;
 
   std::mutex mutex_;  // guards comms_ and is held while checking them
   std::condition_variable cv_;

@@ -104,8 +104,15 @@ ncclResult_t launchOne(Plan& plan, cudaStream_t stream) {
   const bool inCapture = capturing(stream);
   CHORUS_CHECK(orderAfterPrevious(st, stream, inCapture));
   ncclResult_t res = ncclSuccess;
+  OpPrint prints[dev::kLaunchMaxTasks];
   for (const LaunchArrays& la : form->launches) {
     dev::LaneLaunch L = la.header;
+    // This call's fingerprints (the sequence numbers change per call; the
+    // translated launch does not). A plan made without stampPlan has none.
+    L.nTasks = plan.stamps.size() == plan.tasks.size() ? static_cast<int>(la.tasks.size()) : 0;
+    for (int k = 0; k < L.nTasks; ++k) prints[k] = plan.stamps[la.tasks[static_cast<size_t>(k)]].mine;
+    L.prints = prints;
+    L.rank = comm->id.rank;
     L.lanes = la.lanes.data();
     L.segments = la.segments.data();
     L.fifos = la.fifos.data();
@@ -116,6 +123,7 @@ ncclResult_t launchOne(Plan& plan, cudaStream_t stream) {
     }
     L.abortFlag = st.abortDevice;
     L.status = st.statusDevice;
+    L.waits = st.waitsDevice;
     L.timeoutNs = static_cast<uint64_t>(comm->config.timeoutMs) * 1000000ull;
     L.threads = st.threadsPerLane;
     const cudaError_t err = dev::launchLanes(L, stream);

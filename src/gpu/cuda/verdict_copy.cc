@@ -1,0 +1,56 @@
+// The host's share of spreading a verdict in GPU mode (docs/reliability.md,
+// "Operation fingerprints"). The lane kernel leaves a mismatch it found or
+// learned on the FIFOs of its own launch; a peer may instead wait on a
+// connector of the communicator that launch did not use (another channel or
+// protocol). So once a kernel of the communicator stopped with OpMismatch,
+// the watchdog leaves the record on every connector end of the communicator,
+// as spreadMismatch (src/plan/plan_verdict.cc) does in host mode, where the
+// peers' waiting lanes read it (Waiter's slow path). GPU-mode FIFOs are
+// device memory or mapped host memory, so the words are copied, on a stream
+// of the watchdog's own (never the legacy stream, which could wait for the
+// stuck kernels); a connector that already holds a verdict keeps it.
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "core/comm.h"
+#include "core/log.h"
+#include "gpu/cuda/comm_state.h"
+#include "transport/connection_table.h"
+
+namespace chorus::gpu {
+namespace {
+
+bool copied(cudaError_t e) {
+  if (e == cudaSuccess) return true;
+  (void)cudaGetLastError();
+  return false;
+}
+
+// Writes `r` on one FIFO unless it holds a verdict; false if a copy failed.
+bool leaveVerdict(FifoPrints* prints, const OpMismatchRecord& r, cudaStream_t s) {
+  uint32_t verdict = 0;
+  if (!copied(cudaMemcpyAsync(&verdict, &prints->verdict, sizeof(verdict), cudaMemcpyDefault, s)) ||
+      !copied(cudaStreamSynchronize(s)))
+    return false;
+  if (verdict != 0) return true;
+  static const uint32_t kValid = 2;  // FifoPrints::verdict: `mismatch` valid
+  return copied(cudaMemcpyAsync(&prints->mismatch, &r, sizeof(r), cudaMemcpyDefault, s)) &&
+         copied(cudaMemcpyAsync(&prints->verdict, &kValid, sizeof(kValid), cudaMemcpyDefault, s)) &&
+         copied(cudaStreamSynchronize(s));
+}
+
+}  // namespace
+
+void spreadVerdict(ncclComm* comm, const OpMismatchRecord& r) {
+  if (!comm->conns) return;
+  cudaStream_t s = nullptr;
+  if (!copied(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking))) return;
+  int failed = 0;
+  comm->conns->forEachEnd([&](const FifoEnd& e) { failed += leaveVerdict(&e.ctl->prints, r, s) ? 0 : 1; });
+  (void)cudaStreamDestroy(s);
+  if (failed > 0)
+    CHORUS_INFO(kLogColl, "rank %d: could not leave the mismatch verdict on %d connector(s)", comm->id.rank, failed);
+}
+
+}  // namespace chorus::gpu
