@@ -108,6 +108,9 @@ struct FifoEnd {
   char* slots = nullptr;
   uint32_t slotBytes = 0;
   uint32_t nslots = 0;
+  // Bytes from one slot to the next; 0: slotBytes. The network transport
+  // keeps a message header in front of each slot (transports/net/net_wire.h).
+  uint32_t slotStride = 0;
   int peer = -1;    // communicator rank on the other side
   int peerPid = 0;  // for liveness checks; 0 when the peer is this process
   // Send ends: the receiver can dereference this rank's buffer addresses
@@ -117,7 +120,9 @@ struct FifoEnd {
   std::shared_ptr<void> memory;        // keeps the FIFO memory mapped while we use it
   std::shared_ptr<LinkHealth> health;  // set when a proxy moves the data (net); else null
   Doorbell* doorbell = nullptr;        // rung after post()/release() when a proxy moves the data
-  char* slot(uint64_t index) const { return slots + (index % nslots) * static_cast<size_t>(slotBytes); }
+  char* slot(uint64_t index) const {
+    return slots + (index % nslots) * static_cast<size_t>(slotStride != 0 ? slotStride : slotBytes);
+  }
 };
 
 class SendConnector {
