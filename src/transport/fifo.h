@@ -44,6 +44,9 @@ struct FifoControl {
   // sender stopped. 0 none, 1 being written, 2 `mismatch` valid.
   alignas(64) std::atomic<uint32_t> verdict;
   OpMismatchRecord mismatch;
+  // Slots the receiver has released, where that differs from `head` (a
+  // network link frees a sender's slot once it is sent; FifoEnd::takenCounter).
+  alignas(64) std::atomic<uint64_t> taken;
 };
 static_assert(sizeof(FifoControl) <= 4096, "the FIFO control block is one page");
 
@@ -111,6 +114,8 @@ struct FifoEnd {
   // Bytes from one slot to the next; 0: slotBytes. The network transport
   // keeps a message header in front of each slot (transports/net/net_wire.h).
   uint32_t slotStride = 0;
+  // Send ends: drained() waits for ctl->taken instead of ctl->head.
+  bool takenCounter = false;
   int peer = -1;    // communicator rank on the other side
   int peerPid = 0;  // for liveness checks; 0 when the peer is this process
   // Send ends: the receiver can dereference this rank's buffer addresses
@@ -142,11 +147,11 @@ class SendConnector {
   }
   // The slot most recently posted (valid until the receiver frees it).
   char* lastPostedSlot() const { return end_.slot(tail_ - 1); }
-  // Every posted slot has been freed by the receiver.
+  // Every posted slot has been taken by the receiver.
   bool drained() {
-    if (headCache_ == tail_) return true;
-    headCache_ = end_.ctl->head.load(std::memory_order_acquire);
-    return headCache_ == tail_;
+    if (takenCache_ == tail_) return true;
+    takenCache_ = (end_.takenCounter ? end_.ctl->taken : end_.ctl->head).load(std::memory_order_acquire);
+    return takenCache_ == tail_;
   }
   const FifoEnd& end() const { return end_; }
 
@@ -154,6 +159,7 @@ class SendConnector {
   FifoEnd end_;
   uint64_t tail_ = 0;
   uint64_t headCache_ = 0;
+  uint64_t takenCache_ = 0;
 };
 
 class RecvConnector {

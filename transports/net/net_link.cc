@@ -68,9 +68,13 @@ void stepSend(NetLink& link, bool* progressed) {
     ++link.completed;
     moved = true;
   }
-  const uint64_t head = senderHead(link);
-  if (moved || head != link.ctl->head.load(std::memory_order_relaxed)) {
-    link.ctl->head.store(head, std::memory_order_release);
+  if (moved) {
+    link.ctl->head.store(link.completed, std::memory_order_release);
+    *progressed = true;
+  }
+  const uint64_t taken = senderTaken(link);
+  if (taken != link.ctl->taken.load(std::memory_order_relaxed)) {
+    link.ctl->taken.store(taken, std::memory_order_release);
     *progressed = true;
   }
 }

@@ -112,7 +112,7 @@ void stepSenderSide(NetLink& link, bool* progressed) {
   }
 }
 
-uint64_t senderHead(const NetLink& link) {
+uint64_t senderTaken(const NetLink& link) {
   if (!link.framed() || link.reverseGone) return link.completed;
   return std::min(link.completed, link.remoteHead);
 }

@@ -13,8 +13,8 @@ bool netLinkCall(NetLink& link, const char* what, ncclResult_t res);
 // Sender: posts the hello, accepts the reverse connection and takes acks
 // (the receiver's head, its verdict). Slots may be posted once helloPosted.
 void stepSenderSide(NetLink& link, bool* progressed);
-// Sender: the executor's head: slots both sent and released by the receiver.
-uint64_t senderHead(const NetLink& link);
+// Sender: slots both sent and released by the receiver (FifoControl::taken).
+uint64_t senderTaken(const NetLink& link);
 // Sender: forwards this rank's verdict once (after the slots posted so far).
 void stepSenderVerdict(NetLink& link, bool* progressed);
 

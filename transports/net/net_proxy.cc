@@ -55,6 +55,11 @@ void stopProxyAtExit() {
 
 // With every busy link waiting on descriptors, the timer is only a safety net.
 constexpr std::chrono::milliseconds kFdWaitSafety(100);
+// While traffic is recent (short timed sleeps, idle < ~1 ms) the proxy keeps
+// polling on the timer: on a loaded machine a thread that is woken per
+// message by the kernel waits for the scheduler each time, which measured
+// slower than short sleeps. After that it blocks on the descriptors.
+constexpr std::chrono::microseconds kFdWaitAfter(64);
 
 std::atomic<NetProxy*> g_kickable{nullptr};
 
@@ -116,6 +121,7 @@ FifoEnd NetProxy::attach(std::shared_ptr<NetLink> link, int peerRank, int peerPi
   end.slotBytes = link->slotBytes;
   end.nslots = link->nslots;
   end.slotStride = link->stride();
+  end.takenCounter = link->framed();
   end.peer = peerRank;
   end.peerPid = peerPid;
   end.health = link->health;
@@ -296,7 +302,7 @@ void NetProxy::sleep(std::chrono::microseconds limit, std::vector<std::shared_pt
 // be waited on that way (then `limit` only matters as a safety net), else on
 // the condition variable for `limit`.
 void NetProxy::waitForWork(std::chrono::microseconds limit, std::vector<std::shared_ptr<NetLink>>& links) {
-  bool allFds = wakeFd_ >= 0;
+  bool allFds = wakeFd_ >= 0 && limit >= kFdWaitAfter;
   pollFds_.clear();
   if (allFds) pollFds_.push_back(pollfd{wakeFd_, POLLIN, 0});
   for (size_t i = 0; i < links.size() && allFds; ++i) allFds = linkPollFds(*links[i], &pollFds_);

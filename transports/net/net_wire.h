@@ -11,9 +11,9 @@
 //  3. at most one Verdict (SlotHeader + OpMismatchRecord): the sender's
 //     rank found that the calls do not match; nothing useful follows.
 // Reverse connection (receiver -> sender): Acks, each with the receiver's
-// head (slots it has released) and, once, its verdict. The sender frees a
-// slot for the executor only when the receiver released it, as with shm,
-// so a send counts as taken only once the peer took it.
+// head (slots it has released) and, once, its verdict. The sender publishes
+// that as FifoControl::taken, which drained() waits for, so a send counts as
+// taken only once the peer took it, as with shm.
 //
 // Kernel-driven links (GPU mode) carry bare payloads and no reverse
 // connection. All integers in host byte order (little-endian hosts).
