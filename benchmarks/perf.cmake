@@ -38,6 +38,11 @@ if(MPI_C_FOUND)
   target_link_libraries(chorus_bench_world_mpi PUBLIC chorus_bench_core MPI::MPI_C)
 endif()
 
+# The CPU an idle communicator costs (benchmarks/compare/net_idle_cpu.cc).
+add_executable(net_idle_cpu ${_bench_dir}/compare/net_idle_cpu.cc)
+target_link_libraries(net_idle_cpu PRIVATE chorus_bench_core chorus_bench_world_env)
+set_target_properties(net_idle_cpu PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${_bench_bin})
+
 set(CHORUS_BENCH_TOOLS all_reduce all_gather reduce_scatter broadcast reduce alltoall sendrecv gather scatter)
 foreach(_coll ${CHORUS_BENCH_TOOLS})
   add_executable(${_coll}_perf ${_bench_dir}/colls/${_coll}.cc)

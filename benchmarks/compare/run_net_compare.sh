@@ -13,6 +13,11 @@
 #             (RATE=1gbit adds tbf shaping on both ends)
 # Knobs: LINKS="lo veth" BACKENDS="Socket UCX" LAYOUTS="2x1 2x2" REPS=3 MINBYTES=8
 #        MAXBYTES=256M FACTOR=4 ITERS=5 WARMUP=2 RATE= OUTDIR=<raw logs> SUMMARIZE=<dir>
+#        BEFORE_BIN=<dir with chorusrun, all_reduce_perf and libnccl.so.2 of another
+#        build>: also run it ("Chorus <backend> before"), alternating with the others
+#        MIN_MPI_RATIO=0.5: before measuring, OpenMPI's 2x1 busbw at 8 MiB must reach
+#        this fraction of iperf3's bidirectional rate on each link, else the run
+#        stops (a misconfigured OpenMPI makes every ratio against it meaningless)
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -25,6 +30,8 @@ LAYOUTS=${LAYOUTS:-"2x1 2x2"}
 REPS=${REPS:-3}
 SWEEP=(-b "${MINBYTES:-8}" -e "${MAXBYTES:-256M}" -f "${FACTOR:-4}" -n "${ITERS:-5}" -w "${WARMUP:-2}")
 RATE=${RATE:-}
+BEFORE_BIN=${BEFORE_BIN:-}
+MIN_MPI_RATIO=${MIN_MPI_RATIO:-0.5}
 OUTDIR=${SUMMARIZE:-${OUTDIR:-$(mktemp -d /tmp/chorus-netcmp.XXXXXX)}}
 mkdir -p "$OUTDIR"
 PREFIX=chnc$$
@@ -33,18 +40,20 @@ MPIRUN=(mpirun --oversubscribe --allow-run-as-root --mca btl tcp,self)
 
 die() { echo "run_net_compare: $*" >&2; exit 1; }
 
-chorus_job() {  # link layout backend out
-  local link=$1 nn=${2%x*} per=${2#*x} net=$3 out=$4 i pids=()
+chorus_job() {  # link layout backend out [bin dir]
+  local link=$1 nn=${2%x*} per=${2#*x} net=$3 out=$4 bin=${5:-$BIN} i pids=()
   local port=$((20000 + RANDOM % 20000))
+  local libpath="$bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   for ((i = 0; i < nn; i++)); do
-    local -a cmd=("$BIN/chorusrun" -n "$per" --nnodes "$nn" --node-rank "$i")
+    local -a cmd=("$bin/chorusrun" -n "$per" --nnodes "$nn" --node-rank "$i")
     if [ "$link" = lo ]; then
       env CHORUS_MODE=host NCCL_NET=$net NCCL_HOSTID="node$i" NCCL_SOCKET_IFNAME=lo UCX_TLS=tcp,self UCX_NET_DEVICES=lo \
-        timeout 900 "${cmd[@]}" --master "127.0.0.1:$port" "$BIN/all_reduce_perf" "${SWEEP[@]}" -d float \
-        >"$out.node$i" 2>&1 &
+        LD_LIBRARY_PATH="$libpath" timeout 900 "${cmd[@]}" --master "127.0.0.1:$port" "$bin/all_reduce_perf" \
+        "${SWEEP[@]}" -d float >"$out.node$i" 2>&1 &
     else
-      CHORUS_MODE=host NCCL_NET=$net UCX_TLS=tcp,self UCX_NET_DEVICES=cnet0 netns_run "$PREFIX" "$i" timeout 900 \
-        "${cmd[@]}" --master "$(netns_addr "$PREFIX" 0):$port" "$BIN/all_reduce_perf" "${SWEEP[@]}" -d float \
+      CHORUS_MODE=host NCCL_NET=$net NCCL_SOCKET_IFNAME=cnet0 UCX_TLS=tcp,self UCX_NET_DEVICES=cnet0 \
+        LD_LIBRARY_PATH="$libpath" netns_run "$PREFIX" "$i" timeout 900 \
+        "${cmd[@]}" --master "$(netns_addr "$PREFIX" 0):$port" "$bin/all_reduce_perf" "${SWEEP[@]}" -d float \
         >"$out.node$i" 2>&1 &
     fi
     pids+=($!)
@@ -89,6 +98,35 @@ iperf_job() {  # link out: one stream one way; then one stream each way at the s
   wait
 }
 
+# OpenMPI as its users run it must get near the link's TCP rate; if it does
+# not (wrong interface, wrong transport), stop instead of publishing ratios.
+mpi_check() {  # link
+  local link=$1 saved=("${SWEEP[@]}")
+  echo "run_net_compare: $link: checking OpenMPI against iperf3 at 8 MiB" >&2
+  iperf_job "$link" "$OUTDIR/check_iperf_$link"
+  SWEEP=(-b 8M -e 8M -f 2 -n 10 -w 3)
+  mpi_job "$link" 2x1 "$OUTDIR/check_openmpi_$link.txt"
+  SWEEP=("${saved[@]}")
+  python3 - "$OUTDIR" "$link" "$MIN_MPI_RATIO" <<'PY' || die "$link: OpenMPI is not configured to use the link (see $OUTDIR/check_*_$link*); fix its interface/transport selection before comparing"
+import json, sys
+outdir, link, need = sys.argv[1], sys.argv[2], float(sys.argv[3])
+def gbps(p):
+    try: return json.load(open(p))["end"]["sum_received"]["bits_per_second"] / 8e9
+    except Exception: return None
+a, b = gbps(f"{outdir}/check_iperf_{link}.fwd.json"), gbps(f"{outdir}/check_iperf_{link}.rev.json")
+bw = None
+for line in open(f"{outdir}/check_openmpi_{link}.txt"):
+    f = line.split()
+    if len(f) >= 8 and f[0] == "8388608": bw = float(f[7])
+if a is None or b is None or bw is None:
+    print(f"run_net_compare: {link}: no iperf3 ({a}, {b}) or OpenMPI ({bw}) result", file=sys.stderr); sys.exit(1)
+bi = min(a, b)
+print(f"run_net_compare: {link}: OpenMPI busbw {bw:.2f} GB/s at 8 MiB, iperf3 bidirectional {bi:.2f} GB/s "
+      f"({bw / bi:.2f}x, need {need}x)", file=sys.stderr)
+sys.exit(0 if bw >= need * bi else 1)
+PY
+}
+
 if [ -z "${SUMMARIZE:-}" ]; then
   [ -x "$BIN/all_reduce_perf" ] && [ -x "$BIN/chorusrun" ] || die "build $BIN first"
   command -v iperf3 >/dev/null || die "iperf3 missing (scripts/setup.sh installs it)"
@@ -98,6 +136,7 @@ if [ -z "${SUMMARIZE:-}" ]; then
     netns_create "$PREFIX" 2 "$SUBNET" "$RATE" ;;
   esac
   cut -d' ' -f1 /proc/loadavg >"$OUTDIR/load_at_start.txt"
+  for link in $LINKS; do mpi_check "$link"; done
   for rep in $(seq 1 "$REPS"); do
     for link in $LINKS; do
       echo "run_net_compare: rep $rep, $link: iperf3" >&2
@@ -106,20 +145,30 @@ if [ -z "${SUMMARIZE:-}" ]; then
         for net in $BACKENDS; do
           echo "run_net_compare: rep $rep, $link, $layout, chorus $net" >&2
           chorus_job "$link" "$layout" "$net" "$OUTDIR/chorus-${net}_${link}_${layout}_r$rep.txt"
+          if [ -n "$BEFORE_BIN" ]; then
+            echo "run_net_compare: rep $rep, $link, $layout, chorus $net (before: $BEFORE_BIN)" >&2
+            chorus_job "$link" "$layout" "$net" "$OUTDIR/chorus-${net}-before_${link}_${layout}_r$rep.txt" "$BEFORE_BIN"
+          fi
         done
         echo "run_net_compare: rep $rep, $link, $layout, openmpi tcp" >&2
         mpi_job "$link" "$layout" "$OUTDIR/openmpi_${link}_${layout}_r$rep.txt"
       done
     done
   done
+  cut -d' ' -f1 /proc/loadavg >"$OUTDIR/load_at_end.txt"
 fi
 
-echo "run_net_compare: raw logs in $OUTDIR" >&2
-python3 - "$OUTDIR" "$LINKS" "$LAYOUTS" "$BACKENDS" "$RATE" <<'PY'
+echo "run_net_compare: raw logs in $OUTDIR (load average $(cat "$OUTDIR/load_at_start.txt" 2>/dev/null) at start, \
+$(cat "$OUTDIR/load_at_end.txt" 2>/dev/null) at end)" >&2
+before=
+[ -n "$BEFORE_BIN" ] || ls "$OUTDIR"/chorus-*-before_* >/dev/null 2>&1 && before=1
+python3 - "$OUTDIR" "$LINKS" "$LAYOUTS" "$BACKENDS" "$RATE" "$before" <<'PY'
 import glob, json, os, statistics, sys
 outdir, links, layouts, backends, rate = sys.argv[1], sys.argv[2].split(), sys.argv[3].split(), sys.argv[4].split(), sys.argv[5]
+if sys.argv[6]:
+    backends = [x for b in backends for x in (b, b + "-before")]
 
-def rows(path):
+def rows(path, col=7):  # busbw (col 7) or out-of-place time in us (col 5)
     out = {}
     try:
         for line in open(path):
@@ -127,7 +176,7 @@ def rows(path):
             if line.startswith("#") or len(f) < 13:
                 continue
             try:
-                out[int(f[0])] = float(f[7])
+                out[int(f[0])] = float(f[col])
             except ValueError:
                 pass
     except OSError:
@@ -163,30 +212,36 @@ for link in links:
           f"**{fmt(bi)} GB/s** each way (an all-reduce sends and receives at the same time).\n")
     for layout in layouts:
         libs = [f"chorus-{b}" for b in backends] + ["openmpi"]
-        data = {}
-        for lib in libs:
-            per = {}
-            for p in glob.glob(f"{outdir}/{lib}_{link}_{layout}_r*.txt"):
-                for s, b in rows(p).items():
-                    per.setdefault(s, []).append(b)
-            data[lib] = {s: statistics.median(v) for s, v in per.items()}
-        sizes = sorted(set().union(*[d.keys() for d in data.values()]))
-        names = {f"chorus-{b}": f"Chorus {b}" for b in backends} | {"openmpi": "OpenMPI tcp"}
-        print(f"all_reduce busbw (GB/s), {layout.replace('x', ' nodes x ')} rank(s) per node\n")
-        head = ["size"] + [names[l] for l in libs] + [f"{names[l]} / iperf3 bidir" for l in libs if l != "openmpi"] + \
-               [f"{names[l]} / OpenMPI" for l in libs if l != "openmpi"]
-        print("| " + " | ".join(head) + " |")
-        print("|" + "|".join(["---:"] * len(head)) + "|")
-        for s in sizes:
-            cells = [human(s)] + [fmt(data[l].get(s)) for l in libs]
-            for l in libs:
-                if l == "openmpi": continue
-                v = data[l].get(s)
-                cells.append("-" if v is None or not bi else f"{v / bi:.2f}")
-            for l in libs:
-                if l == "openmpi": continue
-                v, m = data[l].get(s), data["openmpi"].get(s)
-                cells.append("-" if v is None or not m else f"{v / m:.2f}")
-            print("| " + " | ".join(cells) + " |")
-        print()
+        names = {f"chorus-{b}": f"Chorus {b.replace('-before', ' before')}" for b in backends} | {"openmpi": "OpenMPI tcp"}
+        ours = [l for l in libs if l != "openmpi"]
+        def medians(col):
+            data = {}
+            for lib in libs:
+                per = {}
+                for p in glob.glob(f"{outdir}/{lib}_{link}_{layout}_r*.txt"):
+                    for s, b in rows(p, col).items():
+                        per.setdefault(s, []).append(b)
+                data[lib] = {s: statistics.median(v) for s, v in per.items()}
+            return data
+        def table(title, data, sizes, vs_iperf, fmtv):
+            print(f"{title}, {layout.replace('x', ' nodes x ')} rank(s) per node\n")
+            head = ["size"] + [names[l] for l in libs] + ([f"{names[l]} / iperf3 bidir" for l in ours] if vs_iperf else []) + \
+                   [f"{names[l]} / OpenMPI" for l in ours]
+            print("| " + " | ".join(head) + " |")
+            print("|" + "|".join(["---:"] * len(head)) + "|")
+            for s in sizes:
+                cells = [human(s)] + [fmtv(data[l].get(s)) for l in libs]
+                if vs_iperf:
+                    cells += ["-" if data[l].get(s) is None or not bi else f"{data[l][s] / bi:.2f}" for l in ours]
+                for l in ours:
+                    v, m = data[l].get(s), data["openmpi"].get(s)
+                    cells.append("-" if v is None or not m else f"{v / m:.2f}")
+                print("| " + " | ".join(cells) + " |")
+            print()
+        times, bws = medians(5), medians(7)
+        small = sorted(s for s in set().union(*[d.keys() for d in times.values()]) if s <= 65536)
+        large = sorted(s for s in set().union(*[d.keys() for d in bws.values()]) if s > 65536)
+        table("all_reduce time (us, out of place; ratio < 1 is faster)", times, small, False,
+              lambda v: "-" if v is None else f"{v:.1f}")
+        table("all_reduce busbw (GB/s)", bws, large, True, fmt)
 PY

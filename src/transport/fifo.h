@@ -46,6 +46,9 @@ struct FifoControl {
   // when its plan finished: a broadcast or reduce sender that does not hear
   // back from this peer otherwise waits for it (plan_verdict.cc, awaitDone).
   alignas(64) std::atomic<uint64_t> doneSeq;
+  // Slots the receiver has released, where that differs from `head` (a
+  // network link frees a sender's slot once it is sent; FifoEnd::takenCounter).
+  alignas(64) std::atomic<uint64_t> taken;
 };
 static_assert(sizeof(FifoControl) <= 4096, "the FIFO control block is one page");
 
@@ -111,6 +114,11 @@ struct FifoEnd {
   char* slots = nullptr;
   uint32_t slotBytes = 0;
   uint32_t nslots = 0;
+  // Bytes from one slot to the next; 0: slotBytes. The network transport
+  // keeps a message header in front of each slot (transports/net/net_wire.h).
+  uint32_t slotStride = 0;
+  // Send ends: drained() waits for ctl->taken instead of ctl->head.
+  bool takenCounter = false;
   int peer = -1;    // communicator rank on the other side
   int peerPid = 0;  // for liveness checks; 0 when the peer is this process
   // Send ends: the receiver can dereference this rank's buffer addresses
@@ -123,7 +131,9 @@ struct FifoEnd {
   // The communicator's counter of this end's direction and link
   // (core/traffic_stats.h); null for connectors no communicator counts.
   StatCounter* traffic = nullptr;
-  char* slot(uint64_t index) const { return slots + (index % nslots) * static_cast<size_t>(slotBytes); }
+  char* slot(uint64_t index) const {
+    return slots + (index % nslots) * static_cast<size_t>(slotStride != 0 ? slotStride : slotBytes);
+  }
 };
 
 // The bytes a slot of `size` stands for: its size, or for a zero-copy
@@ -150,11 +160,11 @@ class SendConnector {
   }
   // The slot most recently posted (valid until the receiver frees it).
   char* lastPostedSlot() const { return end_.slot(tail_ - 1); }
-  // Every posted slot has been freed by the receiver.
+  // Every posted slot has been taken by the receiver.
   bool drained() {
-    if (headCache_ == tail_) return true;
-    headCache_ = end_.ctl->head.load(std::memory_order_acquire);
-    return headCache_ == tail_;
+    if (takenCache_ == tail_) return true;
+    takenCache_ = (end_.takenCounter ? end_.ctl->taken : end_.ctl->head).load(std::memory_order_acquire);
+    return takenCache_ == tail_;
   }
   const FifoEnd& end() const { return end_; }
 
@@ -162,6 +172,7 @@ class SendConnector {
   FifoEnd end_;
   uint64_t tail_ = 0;
   uint64_t headCache_ = 0;
+  uint64_t takenCache_ = 0;
 };
 
 class RecvConnector {

@@ -4,87 +4,139 @@
 #include "transports/net/net_link.h"
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 
 #include "core/result.h"
 #include "core/wait_limit.h"
+#include "transports/net/net_link_side.h"
 
 namespace chorus {
 namespace {
 
-// Records a failed backend call on the link; the link is not touched again.
-void markFailed(NetLink& link, const char* what, ncclResult_t res) {
-  std::string msg = std::string(link.label) + ": " + link.net->name + " " + what + " failed: " + lastErrorMessage();
+void markFailed(NetLink& link, const char* what, ncclResult_t res, const char* why) {
+  std::string msg = std::string(link.label) + ": " + link.net->name + " " + what + " failed: " + why;
   link.failed = true;
   link.health->setFailed(res, msg.c_str());
   CHORUS_INFO(kLogNet | kLogProxy, "net proxy: %s", msg.c_str());
 }
 
-bool call(NetLink& link, const char* what, ncclResult_t res) {
-  if (res == ncclSuccess) return true;
-  markFailed(link, what, res);
-  return false;
-}
-
 void stepAccept(NetLink& link, bool* progressed) {
   clearLastError();
-  if (!call(link, "accept", link.net->accept(link.listenComm, &link.comm)) || link.comm == nullptr) return;
+  if (!netLinkCall(link, "accept", link.net->accept(link.listenComm, &link.comm)) || link.comm == nullptr) return;
   *progressed = true;
   link.net->closeListen(link.listenComm);
   link.listenComm = nullptr;
-  call(link, "regMr",
-       link.net->regMr(link.comm, link.slots, static_cast<size_t>(link.slotBytes) * link.nslots, CHORUS_NET_PTR_HOST,
-                       &link.mhandle));
+  netLinkCall(link, "regMr",
+              link.net->regMr(link.comm, link.message(0), static_cast<size_t>(link.stride()) * link.nslots,
+                              CHORUS_NET_PTR_HOST, &link.mhandle));
+}
+
+// Framed: the slot's fingerprint goes in the header in front of its payload.
+size_t frameSlot(NetLink& link, uint64_t i) {
+  const uint32_t bytes = link.ctl->sizes[i % link.nslots];
+  if (!link.framed()) return bytes;
+  netwire::SlotHeader h{};
+  h.magic = netwire::kMagic;
+  h.kind = netwire::Kind::Slot;
+  h.print = link.ctl->prints[i % link.nslots];
+  memcpy(link.message(i), &h, sizeof(h));
+  return bytes + netwire::kSlotHeaderBytes;
 }
 
 void stepSend(NetLink& link, bool* progressed) {
   const uint64_t tail = link.ctl->tail.load(std::memory_order_acquire);
-  while (link.posted < tail) {
+  while (link.posted < tail && (!link.framed() || link.helloPosted)) {
     const uint64_t i = link.posted;
     void* req = nullptr;
-    if (!call(link, "isend",
-              link.net->isend(link.comm, link.slot(i), link.ctl->sizes[i % link.nslots], 0, link.mhandle, &req)))
+    if (!netLinkCall(link, "isend",
+                     link.net->isend(link.comm, link.message(i), frameSlot(link, i), 0, link.mhandle, &req)))
       return;
     if (req == nullptr) break;
     link.requests[i % link.nslots] = req;
     ++link.posted;
     *progressed = true;
   }
+  bool moved = false;
   while (link.completed < link.posted) {
     int done = 0;
     size_t bytes = 0;
-    if (!call(link, "test(isend)", link.net->test(link.requests[link.completed % link.nslots], &done, &bytes))) return;
+    if (!netLinkCall(link, "test(isend)", link.net->test(link.requests[link.completed % link.nslots], &done, &bytes)))
+      return;
     if (!done) break;
     link.requests[link.completed % link.nslots] = nullptr;
-    link.ctl->head.store(++link.completed, std::memory_order_release);
+    ++link.completed;
+    moved = true;
+  }
+  if (moved) {
+    link.ctl->head.store(link.completed, std::memory_order_release);
+    *progressed = true;
+  }
+  const uint64_t taken = senderTaken(link);
+  if (taken != link.ctl->taken.load(std::memory_order_relaxed)) {
+    link.ctl->taken.store(taken, std::memory_order_release);
     *progressed = true;
   }
 }
 
+// A finished receive into slot `i`: publishes it (false: the link stops).
+bool publish(NetLink& link, uint64_t i, size_t bytes) {
+  if (!link.framed()) {
+    link.ctl->sizes[i % link.nslots] = static_cast<uint32_t>(bytes);
+    return true;
+  }
+  netwire::SlotHeader h{};
+  const char* why = nullptr;
+  if (bytes >= sizeof(h)) memcpy(&h, link.message(i), sizeof(h));
+  if (!netwire::validSlotMessage(h, bytes, &why)) {
+    markFailed(link, "receive", ncclRemoteError, why);
+    return false;
+  }
+  if (h.kind == netwire::Kind::Verdict) {
+    OpMismatchRecord r;
+    memcpy(&r, link.slot(i), sizeof(r));
+    fifoSetMismatch(link.ctl, r);
+    link.verdictSeen = true;  // the peer stopped; the communicator is failed for good
+    return false;
+  }
+  link.ctl->sizes[i % link.nslots] = static_cast<uint32_t>(bytes - sizeof(h));
+  link.ctl->prints[i % link.nslots] = h.print;
+  return true;
+}
+
 void stepRecv(NetLink& link, bool* progressed) {
+  if (link.framed() && !link.helloDone) return;
   const uint64_t head = link.ctl->head.load(std::memory_order_acquire);
   while (link.posted - head < link.nslots) {
     const uint64_t i = link.posted;
     void* req = nullptr;
-    if (!call(link, "irecv", link.net->irecv(link.comm, link.slot(i), link.slotBytes, 0, link.mhandle, &req))) return;
+    if (!netLinkCall(link, "irecv", link.net->irecv(link.comm, link.message(i), link.stride(), 0, link.mhandle, &req)))
+      return;
     if (req == nullptr) break;
     link.requests[i % link.nslots] = req;
     ++link.posted;
     *progressed = true;
   }
-  while (link.completed < link.posted) {
+  while (link.completed < link.posted && !link.verdictSeen) {
     int done = 0;
     size_t bytes = 0;
-    if (!call(link, "test(irecv)", link.net->test(link.requests[link.completed % link.nslots], &done, &bytes))) return;
+    if (!netLinkCall(link, "test(irecv)", link.net->test(link.requests[link.completed % link.nslots], &done, &bytes)))
+      return;
     if (!done) break;
     link.requests[link.completed % link.nslots] = nullptr;
-    link.ctl->sizes[link.completed % link.nslots] = static_cast<uint32_t>(bytes);
-    link.ctl->tail.store(++link.completed, std::memory_order_release);
     *progressed = true;
+    if (!publish(link, link.completed, bytes)) return;
+    link.ctl->tail.store(++link.completed, std::memory_order_release);
   }
 }
 
 }  // namespace
+
+bool netLinkCall(NetLink& link, const char* what, ncclResult_t res) {
+  if (res == ncclSuccess) return true;
+  markFailed(link, what, res, lastErrorMessage());
+  return false;
+}
 
 void stepLink(NetLink& link, bool* progressed, bool* busy) {
   if (link.failed) return;
@@ -94,11 +146,16 @@ void stepLink(NetLink& link, bool* progressed, bool* busy) {
     if (link.comm == nullptr || link.failed) return;
   }
   if (link.sender) {
-    stepSend(link, progressed);
+    if (link.framed()) stepSenderSide(link, progressed);
+    if (!link.failed) stepSend(link, progressed);
+    if (!link.failed && link.framed()) stepSenderVerdict(link, progressed);
   } else {
-    stepRecv(link, progressed);
+    if (link.framed()) stepReceiverSide(link, progressed);
+    if (!link.failed && !link.verdictSeen) stepRecv(link, progressed);
+    if (!link.failed && link.framed()) stepReceiverAck(link, progressed);
   }
-  if (!link.failed && (link.completed < link.posted || link.kernelDriven)) *busy = true;
+  if (link.failed) return;
+  if (link.completed < link.posted || link.kernelDriven || sideBusy(link)) *busy = true;
 }
 
 bool linkClosable(NetLink& link) {
@@ -111,7 +168,10 @@ bool linkClosable(NetLink& link) {
     const int64_t ms = link.waitLimitMs > 0 ? std::min(link.waitLimitMs, kCloseDrainMs) : kCloseDrainMs;
     link.drainDeadline = deadlineAfterMs(ms, now);
   }
-  const bool drained = link.completed == link.ctl->tail.load(std::memory_order_acquire);
+  // Framed: the receiver connects back as soon as it has the hello; keep the
+  // listener until then, or its connect would wait for a listener that is gone.
+  const bool reverseSettled = !link.framed() || link.revListen == nullptr || link.reverseGone;
+  const bool drained = link.completed == link.ctl->tail.load(std::memory_order_acquire) && reverseSettled;
   if (!drained && now >= link.drainDeadline)
     CHORUS_WARN(kLogNet, "net proxy: %s: closing with %llu unsent slot(s): the peer did not take them in time",
                 link.label.c_str(), (unsigned long long)(link.ctl->tail.load() - link.completed));
@@ -124,6 +184,7 @@ void hurryDrain(NetLink& link, std::chrono::steady_clock::time_point deadline) {
 }
 
 void closeLink(NetLink& link) {
+  closeSide(link);
   if (link.comm != nullptr && link.mhandle != nullptr) link.net->deregMr(link.comm, link.mhandle);
   if (link.comm != nullptr) (link.sender ? link.net->closeSend : link.net->closeRecv)(link.comm);
   if (link.listenComm != nullptr) link.net->closeListen(link.listenComm);

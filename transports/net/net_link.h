@@ -13,9 +13,13 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
+
+#include <poll.h>
 
 #include "chorus/net_plugin.h"
 #include "transport/fifo.h"
+#include "transports/net/net_wire.h"
 
 namespace chorus {
 
@@ -32,9 +36,10 @@ struct NetLink {
   void* mhandle = nullptr;     // registration of the slots
   std::shared_ptr<void> fifo;  // control block + slots (heap)
   FifoControl* ctl = nullptr;
-  char* slots = nullptr;
+  char* slots = nullptr;  // payload of slot 0 (framed: after its header)
   uint32_t slotBytes = 0;
   uint32_t nslots = 0;
+  int dev = 0;  // backend device (the reverse connection uses the same)
   std::shared_ptr<LinkHealth> health = std::make_shared<LinkHealth>();
   std::atomic<bool> retired{false};  // the executor dropped its end
   uint64_t id = 0;                   // set by the proxy at attach
@@ -43,6 +48,10 @@ struct NetLink {
   // so the proxy keeps polling the link (sleeps bounded by CHORUS_NET_POLL_MAX_US).
   bool kernelDriven = false;
   int64_t waitLimitMs = 0;  // the communicator's CHORUS_TIMEOUT_MS (0: no limit)
+  // Host mode: slots travel with their fingerprints, and a reverse
+  // connection brings the receiver's head and verdict back (net_wire.h).
+  bool framed() const { return !kernelDriven; }
+  uint32_t stride() const { return slotBytes + (framed() ? netwire::kSlotHeaderBytes : 0); }
 
   // Proxy-thread state.
   uint64_t posted = 0;
@@ -52,7 +61,28 @@ struct NetLink {
   bool draining = false;
   std::chrono::steady_clock::time_point drainDeadline{};
 
-  char* slot(uint64_t index) const { return slots + (index % nslots) * static_cast<size_t>(slotBytes); }
+  // Framed links: the reverse connection and the link's own messages.
+  std::unique_ptr<netwire::SideBuffers> side = std::make_unique<netwire::SideBuffers>();
+  void* sideMh = nullptr;     // side buffers registered on `comm`
+  void* revListen = nullptr;  // sender: listener for the reverse connection
+  void* revComm = nullptr;    // sender: receive end; receiver: send end
+  void* revSideMh = nullptr;  // side buffers registered on `revComm`
+  void* helloReq = nullptr;
+  bool helloPosted = false;  // sender: isend posted; receiver: irecv posted
+  bool helloDone = false;    // sender: sent; receiver: received
+  void* ackReq = nullptr;    // sender: the posted irecv; receiver: the isend in flight
+  uint64_t remoteHead = 0;   // sender: the receiver's head as last acked
+  uint64_t ackedHead = 0;    // receiver: head in the last ack posted
+  uint64_t ackInFlight = 0;  // receiver: head carried by ackReq
+  bool reverseGone = false;  // the reverse connection closed or broke
+  bool verdictPosted = false;
+  void* verdictReq = nullptr;
+  bool verdictAcked = false;  // receiver: the verdict went back
+  bool verdictSeen = false;   // receiver: the sender's verdict arrived; nothing useful follows
+
+  char* slot(uint64_t index) const { return slots + (index % nslots) * static_cast<size_t>(stride()); }
+  // Where slot `index`'s message starts (framed: its header).
+  char* message(uint64_t index) const { return slot(index) - (framed() ? netwire::kSlotHeaderBytes : 0); }
 };
 
 // Moves what can be moved now without waiting. *progressed: something moved;
@@ -63,6 +93,11 @@ void stepLink(NetLink& link, bool* progressed, bool* busy);
 bool linkClosable(NetLink& link);
 // Shortens a sender's drain to end by `deadline` at the latest (process exit).
 void hurryDrain(NetLink& link, std::chrono::steady_clock::time_point deadline);
+// Adds the descriptors whose readiness is the only thing `link` waits for
+// (net_wake.h). False when the link needs timed polling instead (its
+// backend has no descriptors, it is being set up or drained, a kernel
+// drives it).
+bool linkPollFds(const NetLink& link, std::vector<pollfd>* fds);
 // Closes the backend connections (proxy thread).
 void closeLink(NetLink& link);
 

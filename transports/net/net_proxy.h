@@ -16,6 +16,7 @@
 // call runs while static destructors and library destructors (libucp's) run.
 #pragma once
 
+#include <poll.h>
 #include <pthread.h>
 #include <sys/types.h>
 
@@ -58,6 +59,8 @@ class NetProxy {
   size_t linkCount();
   // Progress passes over the links so far: how often the proxy polled (tests).
   uint64_t passCount() const { return passes_.load(std::memory_order_relaxed); }
+  // Wakes the proxy if it sleeps (any thread; net_wake.h).
+  void kick() { bell_.ring(); }
 
  private:
   struct Bell : Doorbell {
@@ -66,6 +69,8 @@ class NetProxy {
   NetProxy();
   static void onRing(Doorbell* bell);
   void wake();
+  void signal();  // after woken_ was set: wakes the thread from its cv or poll
+  void waitForWork(std::chrono::microseconds limit, std::vector<std::shared_ptr<NetLink>>& links);
   void retire(NetLink* link);
   void startThread();
   void run();
@@ -91,6 +96,8 @@ class NetProxy {
   bool haveClock_ = false;
   clockid_t cpuClock_{};
   Bell bell_;
+  int wakeFd_ = -1;  // eventfd the thread polls with the links' descriptors; -1: the cv only
+  std::vector<pollfd> pollFds_;
   std::atomic<uint64_t> passes_{0};
 };
 

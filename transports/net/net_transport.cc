@@ -43,17 +43,18 @@ struct NetHandleHeader {
 
 uint64_t backendHash(const chorusNet_v1_t* net) { return hashBytes(net->name, strlen(net->name)); }
 
+// Framed links (host mode) keep a message header in front of every slot.
 ncclResult_t allocFifo(NetLink& link, const ConnRequest& req) {
-  const size_t bytes = fifoTotalBytes(req.slotBytes, req.nslots);
+  link.slotBytes = req.slotBytes;
+  link.nslots = req.nslots;
+  const size_t bytes = fifoControlBytes() + static_cast<size_t>(link.stride()) * req.nslots;
   void* raw = std::aligned_alloc(4096, (bytes + 4095) & ~size_t(4095));
   if (raw == nullptr) return fail(ncclSystemError, "net: cannot allocate %zu bytes for %s", bytes, req.label.c_str());
   if (req.deviceMemory) std::memset(raw, 0, bytes);
   fifoInit(raw, req.slotBytes, req.nslots, getpid());
   link.fifo = std::shared_ptr<void>(raw, [](void* p) { std::free(p); });
   link.ctl = static_cast<FifoControl*>(raw);
-  link.slots = static_cast<char*>(raw) + fifoControlBytes();
-  link.slotBytes = req.slotBytes;
-  link.nslots = req.nslots;
+  link.slots = static_cast<char*>(raw) + fifoControlBytes() + (link.stride() - link.slotBytes);
   return ncclSuccess;
 }
 
@@ -82,6 +83,7 @@ ncclResult_t NetTransport::createRecv(const ConnRequest& req, const PeerInfo& pe
   auto link = std::make_shared<NetLink>(false, net, linkLabel(req, net, dev));
   link->waitLimitMs = req.waitLimitMs;
   link->kernelDriven = req.deviceMemory;
+  link->dev = dev;
   CHORUS_CHECK(allocFifo(*link, req));
   uint8_t netHandle[CHORUS_NET_HANDLE_BYTES] = {};
   clearLastError();
@@ -119,6 +121,7 @@ ncclResult_t NetTransport::connectSend(const ConnRequest& req, const PeerInfo& p
   const int dev = req.channel % ndev;
   auto link = std::make_shared<NetLink>(true, net, linkLabel(req, net, dev));
   link->kernelDriven = req.deviceMemory;
+  link->dev = dev;
   link->waitLimitMs = req.waitLimitMs;
   const auto deadline = deadlineAfterLimit(req.waitLimitMs);
   for (;;) {
@@ -133,7 +136,7 @@ ncclResult_t NetTransport::connectSend(const ConnRequest& req, const PeerInfo& p
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   CHORUS_CHECK(allocFifo(*link, req));
-  ncclResult_t res = net->regMr(link->comm, link->slots, static_cast<size_t>(req.slotBytes) * req.nslots,
+  ncclResult_t res = net->regMr(link->comm, link->message(0), static_cast<size_t>(link->stride()) * req.nslots,
                                 CHORUS_NET_PTR_HOST, &link->mhandle);
   if (res != ncclSuccess) {
     std::string why = lastErrorMessage();

@@ -117,4 +117,9 @@ const chorusNet_v1_t kSocketBackend = {
 
 const chorusNet_v1_t* netSocketBackend() { return &kSocketBackend; }
 
+bool netSocketPollFd(void* comm, int* fd, short* events) {
+  static_cast<SocketComm*>(comm)->pollFd(fd, events);
+  return true;
+}
+
 }  // namespace chorus

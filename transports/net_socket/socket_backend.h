@@ -8,5 +8,7 @@
 namespace chorus {
 
 const chorusNet_v1_t* netSocketBackend();
+// What the proxy may wait on for a socket connection (transports/net/net_wake.h).
+bool netSocketPollFd(void* comm, int* fd, short* events);
 
 }  // namespace chorus

@@ -4,6 +4,7 @@
 // expects headers in the order its receives were posted.
 #include "transports/net_socket/socket_comm.h"
 
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
@@ -200,6 +201,14 @@ bool SocketComm::stepRecv(Request& r) {
     streamError("control stream", got < 0 ? errno : 0);
     return false;
   }
+}
+
+void SocketComm::pollFd(int* fd, short* events) const {
+  *fd = -1;
+  *events = 0;
+  if (failed() || ctrlQueue_.empty()) return;
+  *fd = ctrl_.get();
+  *events = send_ ? POLLOUT : POLLIN;
 }
 
 void SocketComm::sayGoodbye() {

@@ -94,6 +94,9 @@ class SocketComm {
 
   ncclResult_t post(void* data, size_t size, int tag, void** request);
   ncclResult_t test(Request* req, int* done, size_t* size);
+  // The control stream while a message waits on it (-1 otherwise); data
+  // streams are watched by the helpers, which kick the proxy (net_wake.h).
+  void pollFd(int* fd, short* events) const;
   // Best effort: tells the receiver no message follows (skipped mid-message).
   void sayGoodbye();
 

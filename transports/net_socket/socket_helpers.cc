@@ -12,6 +12,7 @@
 
 #include "core/exception_guard.h"
 #include "core/result.h"
+#include "transports/net/net_wake.h"
 #include "transports/net_socket/socket_comm.h"
 
 namespace chorus::sock {
@@ -64,6 +65,7 @@ void StreamHelpers::finishPart(Worker& w, uint32_t local, bool ok) {
   if (!ok) req->partFailed.store(true, std::memory_order_relaxed);
   // After this the request may be freed by test(): touch it no more.
   req->partsLeft.fetch_sub(1, std::memory_order_acq_rel);
+  netProxyKick();
 }
 
 bool StreamHelpers::moveOne(Worker& w, uint32_t local) {

@@ -1,0 +1,207 @@
+// The framed link's side traffic (transports/net/net_wire.h). The reverse
+// connection is set up by the sender: it listens on its own device, sends
+// the handle as the first message on the forward connection, and accepts
+// the receiver's connection. A reverse connection that closes or breaks is
+// not an error by itself (the peer finished, or the forward connection
+// reports the failure): the sender then frees slots once they are sent, as
+// without acks.
+#include <algorithm>
+#include <cstring>
+
+#include "core/log.h"
+#include "core/result.h"
+#include "transports/net/net_link_side.h"
+
+namespace chorus {
+namespace {
+
+using netwire::Ack;
+using netwire::Kind;
+using netwire::SlotHeader;
+
+void reverseGone(NetLink& link, const char* what) {
+  if (link.reverseGone) return;
+  link.reverseGone = true;
+  CHORUS_INFO(kLogNet | kLogProxy, "net proxy: %s: reverse connection %s: %s", link.label.c_str(), what,
+              lastErrorMessage());
+}
+
+// Polls one side request; true once it finished (freed by the backend).
+bool sideDone(NetLink& link, void** req, const char* what, bool fatal, size_t* bytes = nullptr) {
+  int done = 0;
+  size_t size = 0;
+  const ncclResult_t res = link.net->test(*req, &done, &size);
+  if (res != ncclSuccess) {
+    *req = nullptr;
+    if (fatal)
+      netLinkCall(link, what, res);
+    else
+      reverseGone(link, what);
+    return false;
+  }
+  if (!done) return false;
+  *req = nullptr;
+  if (bytes != nullptr) *bytes = size;
+  return true;
+}
+
+bool registerSide(NetLink& link, void* comm, void** mh) {
+  if (*mh != nullptr) return true;
+  return netLinkCall(link, "regMr(side)",
+                     link.net->regMr(comm, link.side.get(), sizeof(netwire::SideBuffers), CHORUS_NET_PTR_HOST, mh));
+}
+
+void postHello(NetLink& link, bool* progressed) {
+  netwire::SideBuffers& s = *link.side;
+  if (link.revListen == nullptr && link.revComm == nullptr) {
+    clearLastError();
+    if (!netLinkCall(link, "listen(reverse)", link.net->listen(link.dev, s.helloHandle, &link.revListen))) return;
+    s.helloHeader = SlotHeader{};
+    s.helloHeader.magic = netwire::kMagic;
+    s.helloHeader.kind = Kind::Hello;
+  }
+  if (!netLinkCall(link, "isend(hello)",
+                   link.net->isend(link.comm, &s.helloHeader, netwire::kHelloBytes, 0, link.sideMh, &link.helloReq)))
+    return;
+  if (link.helloReq == nullptr) return;
+  link.helloPosted = true;
+  *progressed = true;
+}
+
+void takeAck(NetLink& link, size_t bytes) {
+  const Ack& a = link.side->ack;
+  if (bytes != sizeof(Ack) || a.magic != netwire::kMagic || a.head > link.posted) {
+    clearLastError();
+    reverseGone(link, "sent a malformed ack");
+    return;
+  }
+  link.remoteHead = std::max(link.remoteHead, a.head);
+  if (a.hasVerdict) fifoSetMismatch(link.ctl, a.verdict);
+}
+
+}  // namespace
+
+void stepSenderSide(NetLink& link, bool* progressed) {
+  if (!registerSide(link, link.comm, &link.sideMh)) return;
+  if (!link.helloPosted) postHello(link, progressed);
+  if (link.failed || !link.helloPosted) return;
+  if (link.helloReq != nullptr && sideDone(link, &link.helloReq, "test(hello)", true)) *progressed = true;
+  if (link.failed || link.reverseGone) return;
+  if (link.revComm == nullptr) {
+    clearLastError();
+    const ncclResult_t res = link.net->accept(link.revListen, &link.revComm);
+    if (res != ncclSuccess) return reverseGone(link, "accept failed");
+    if (link.revComm == nullptr) return;
+    link.net->closeListen(link.revListen);
+    link.revListen = nullptr;
+    *progressed = true;
+    if (!registerSide(link, link.revComm, &link.revSideMh)) return;
+  }
+  for (int round = 0; round < 64 && !link.reverseGone; ++round) {
+    if (link.ackReq == nullptr) {
+      clearLastError();
+      const ncclResult_t res =
+          link.net->irecv(link.revComm, &link.side->ack, sizeof(Ack), 0, link.revSideMh, &link.ackReq);
+      if (res != ncclSuccess) return reverseGone(link, "irecv failed");
+      if (link.ackReq == nullptr) return;
+    }
+    size_t bytes = 0;
+    if (!sideDone(link, &link.ackReq, "closed", false, &bytes)) return;
+    takeAck(link, bytes);
+    *progressed = true;
+  }
+}
+
+uint64_t senderTaken(const NetLink& link) {
+  if (!link.framed() || link.reverseGone) return link.completed;
+  return std::min(link.completed, link.remoteHead);
+}
+
+void stepSenderVerdict(NetLink& link, bool* progressed) {
+  if (link.verdictReq != nullptr) {
+    if (sideDone(link, &link.verdictReq, "test(verdict)", true)) *progressed = true;
+    return;
+  }
+  if (link.verdictPosted || !link.helloPosted) return;
+  netwire::SideBuffers& s = *link.side;
+  if (!fifoMismatch(link.ctl, &s.verdictRecord)) return;
+  s.verdictHeader = SlotHeader{};
+  s.verdictHeader.magic = netwire::kMagic;
+  s.verdictHeader.kind = Kind::Verdict;
+  if (!netLinkCall(
+          link, "isend(verdict)",
+          link.net->isend(link.comm, &s.verdictHeader, netwire::kVerdictBytes, 0, link.sideMh, &link.verdictReq)))
+    return;
+  link.verdictPosted = link.verdictReq != nullptr;
+  *progressed = *progressed || link.verdictPosted;
+}
+
+void stepReceiverSide(NetLink& link, bool* progressed) {
+  netwire::SideBuffers& s = *link.side;
+  if (!link.helloDone) {
+    if (!registerSide(link, link.comm, &link.sideMh)) return;
+    if (!link.helloPosted) {
+      if (!netLinkCall(
+              link, "irecv(hello)",
+              link.net->irecv(link.comm, &s.helloHeader, netwire::kHelloBytes, 0, link.sideMh, &link.helloReq)))
+        return;
+      link.helloPosted = link.helloReq != nullptr;
+      if (!link.helloPosted) return;
+    }
+    size_t bytes = 0;
+    if (!sideDone(link, &link.helloReq, "test(hello)", true, &bytes)) return;
+    if (bytes != netwire::kHelloBytes || s.helloHeader.magic != netwire::kMagic || s.helloHeader.kind != Kind::Hello) {
+      clearLastError();
+      netLinkCall(link, "receive(hello)", fail(ncclRemoteError, "the peer's first message is not a hello"));
+      return;
+    }
+    link.helloDone = true;
+    *progressed = true;
+  }
+  if (link.revComm == nullptr && !link.reverseGone) {
+    clearLastError();
+    if (!netLinkCall(link, "connect(reverse)", link.net->connect(link.dev, s.helloHandle, &link.revComm))) return;
+    if (link.revComm == nullptr) return;
+    *progressed = true;
+    registerSide(link, link.revComm, &link.revSideMh);
+  }
+}
+
+void stepReceiverAck(NetLink& link, bool* progressed) {
+  if (link.revComm == nullptr || link.reverseGone) return;
+  if (link.ackReq != nullptr) {
+    if (!sideDone(link, &link.ackReq, "ack failed", false)) return;
+    link.ackedHead = link.ackInFlight;
+    *progressed = true;
+  }
+  Ack& a = link.side->ack;
+  const uint64_t head = link.ctl->head.load(std::memory_order_acquire);
+  const bool verdict = !link.verdictAcked && fifoMismatch(link.ctl, &a.verdict);
+  if (head == link.ackedHead && !verdict) return;
+  a.magic = netwire::kMagic;
+  a.hasVerdict = verdict ? 1 : 0;
+  a.head = head;
+  clearLastError();
+  const ncclResult_t res = link.net->isend(link.revComm, &a, sizeof(Ack), 0, link.revSideMh, &link.ackReq);
+  if (res != ncclSuccess) return reverseGone(link, "isend(ack) failed");
+  if (link.ackReq == nullptr) return;
+  link.ackInFlight = head;
+  link.verdictAcked = link.verdictAcked || verdict;
+  *progressed = true;
+}
+
+bool sideBusy(const NetLink& link) {
+  if (!link.framed()) return false;
+  return link.helloReq != nullptr || link.verdictReq != nullptr || link.ackReq != nullptr ||
+         link.revListen != nullptr || (!link.sender && link.helloDone && link.revComm == nullptr && !link.reverseGone);
+}
+
+void closeSide(NetLink& link) {
+  if (link.revComm != nullptr && link.revSideMh != nullptr) link.net->deregMr(link.revComm, link.revSideMh);
+  if (link.comm != nullptr && link.sideMh != nullptr) link.net->deregMr(link.comm, link.sideMh);
+  if (link.revComm != nullptr) (link.sender ? link.net->closeRecv : link.net->closeSend)(link.revComm);
+  if (link.revListen != nullptr) link.net->closeListen(link.revListen);
+  link.revComm = link.revListen = link.revSideMh = link.sideMh = nullptr;
+}
+
+}  // namespace chorus

@@ -1,0 +1,80 @@
+// What the network transport itself puts in backend messages (host mode).
+//
+// Forward connection (sender -> receiver), in order:
+//  1. one Hello: a SlotHeader (kind Hello) and the handle of the sender's
+//     listener for the reverse connection;
+//  2. one message per slot: the slot's SlotHeader (kind Slot, with the
+//     fingerprint the executor stamped on it) directly followed by the
+//     payload, so a slot and its fingerprint travel as one message. The
+//     link's FIFO keeps kSlotHeaderBytes free in front of every slot
+//     (FifoEnd::slotStride), so neither side copies;
+//  3. at most one Verdict (SlotHeader + OpMismatchRecord): the sender's
+//     rank found that the calls do not match; nothing useful follows.
+// Reverse connection (receiver -> sender): Acks, each with the receiver's
+// head (slots it has released) and, once, its verdict. The sender publishes
+// that as FifoControl::taken, which drained() waits for, so a send counts as
+// taken only once the peer took it, as with shm.
+//
+// Kernel-driven links (GPU mode) carry bare payloads and no reverse
+// connection. All integers in host byte order (little-endian hosts).
+#pragma once
+
+#include <cstdint>
+
+#include "chorus/net_plugin.h"
+#include "core/op_fingerprint.h"
+
+namespace chorus::netwire {
+
+inline constexpr uint32_t kMagic = 0x5753454e;  // "NESW"
+inline constexpr uint32_t kSlotHeaderBytes = 64;
+
+enum class Kind : uint32_t { Hello = 1, Slot = 2, Verdict = 3 };
+
+struct SlotHeader {
+  uint32_t magic;
+  Kind kind;
+  OpPrint print;  // Slot: the fingerprint of the slot's operation
+  uint8_t reserved[kSlotHeaderBytes - 32];
+};
+static_assert(sizeof(SlotHeader) == kSlotHeaderBytes);
+
+struct Ack {
+  uint32_t magic;
+  uint32_t hasVerdict;
+  uint64_t head;  // slots the receiver has released
+  OpMismatchRecord verdict;
+};
+
+// The link's own small messages (not slots): registered once per connection.
+struct SideBuffers {
+  alignas(64) SlotHeader helloHeader;
+  uint8_t helloHandle[CHORUS_NET_HANDLE_BYTES];
+  alignas(64) SlotHeader verdictHeader;
+  OpMismatchRecord verdictRecord;
+  alignas(64) Ack ack;
+};
+inline constexpr size_t kHelloBytes = kSlotHeaderBytes + CHORUS_NET_HANDLE_BYTES;
+inline constexpr size_t kVerdictBytes = kSlotHeaderBytes + sizeof(OpMismatchRecord);
+static_assert(offsetof(SideBuffers, helloHandle) == kSlotHeaderBytes);
+static_assert(offsetof(SideBuffers, verdictRecord) - offsetof(SideBuffers, verdictHeader) == kSlotHeaderBytes);
+
+// Checks a received forward message of `bytes` (network input): its kind,
+// or nullptr-free error text in *why when it is malformed.
+inline bool validSlotMessage(const SlotHeader& h, size_t bytes, const char** why) {
+  if (bytes < kSlotHeaderBytes || h.magic != kMagic) {
+    *why = "message without the transport's header (peer of another version?)";
+    return false;
+  }
+  if (h.kind == Kind::Verdict && bytes != kVerdictBytes) {
+    *why = "verdict message of the wrong size";
+    return false;
+  }
+  if (h.kind != Kind::Slot && h.kind != Kind::Verdict) {
+    *why = "message of an unknown kind";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace chorus::netwire
