@@ -119,7 +119,7 @@ bool notesDisagree(const OpPrint& mine, int minePeer, int self, const OpPrint& t
   if (!pointToPoint(mine)) return !step::printMatches(theirs, mine);
   // A Send #k to the peer is its Recv #k from this rank, and the other way round.
   if (minePeer != peer || theirPeer != self || mine.coll == theirs.coll) return false;
-  return !step::printMatches(expectedFromPeer(theirs), expectedFromPeer(mine));
+  return !step::printMatches(step::expectedFromPeer(theirs), step::expectedFromPeer(mine));
 }
 
 void sendSetupNotes(const Plan& plan, const std::vector<int>& peers) {

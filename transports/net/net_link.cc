@@ -39,7 +39,7 @@ size_t frameSlot(NetLink& link, uint64_t i) {
   netwire::SlotHeader h{};
   h.magic = netwire::kMagic;
   h.kind = netwire::Kind::Slot;
-  h.print = link.ctl->prints[i % link.nslots];
+  h.print = link.ctl->prints.slot[i % link.nslots];
   memcpy(link.message(i), &h, sizeof(h));
   return bytes + netwire::kSlotHeaderBytes;
 }
@@ -100,7 +100,7 @@ bool publish(NetLink& link, uint64_t i, size_t bytes) {
     return false;
   }
   link.ctl->sizes[i % link.nslots] = static_cast<uint32_t>(bytes - sizeof(h));
-  link.ctl->prints[i % link.nslots] = h.print;
+  link.ctl->prints.slot[i % link.nslots] = h.print;
   return true;
 }
 
