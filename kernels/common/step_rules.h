@@ -55,12 +55,12 @@ CHORUS_HD CHORUS_INLINE uint64_t nextPiece(const StepDesc& s, uint32_t pieceByte
 // `in` the local input (PreMulSum's scalar applied when preSrc) and `post`
 // the average's division applied once to the final value:
 enum class Combine : uint8_t {
-  Transform,   // in               -> target
-  Forward,     // r0               -> target
-  ReduceInput, // r0 (+) in        -> target
-  ReduceTwo,   // r0 (+) r1        -> target
-  ReduceThree, // (r0 (+) r1) (+) in: r0 (+) r1 is formed in r0's storage first, so an
-               // in-place step (target == in) never overwrites its input before reading it
+  Transform,    // in               -> target
+  Forward,      // r0               -> target
+  ReduceInput,  // r0 (+) in        -> target
+  ReduceTwo,    // r0 (+) r1        -> target
+  ReduceThree,  // (r0 (+) r1) (+) in: r0 (+) r1 is formed in r0's storage first, so an
+                // in-place step (target == in) never overwrites its input before reading it
 };
 
 CHORUS_HD CHORUS_INLINE Combine combineCase(const StepDesc& s) {
@@ -103,7 +103,7 @@ CHORUS_HD CHORUS_INLINE OpPrint expectedFromPeer(const OpPrint& mine) {
 CHORUS_HD CHORUS_INLINE bool printMatches(const OpPrint& got, const OpPrint& want) {
   if (got.valid == 0 || want.valid == 0) return true;
   return got.seq == want.seq && got.count == want.count && got.coll == want.coll && got.dtype == want.dtype &&
-         got.op == want.op && got.root == want.root;
+         got.op == want.op && got.root == want.root && got.wire == want.wire && got.deterministic == want.deterministic;
 }
 
 // --- zero-copy ------------------------------------------------------------------
@@ -150,7 +150,7 @@ enum class LaneStatus : int32_t {
 // executor fills one on its stack. Either way one function
 // (describeLaneFailure, src/plan/lane_failure.h) turns it into the error.
 struct LaneFailure {
-  int32_t status = 0;     // a LaneStatus
+  int32_t status = 0;  // a LaneStatus
   int32_t lane = -1;
   int32_t peer = -1;      // the rank at the other end of the connector
   uint32_t detail = 0;    // SizeMismatch: bytes received; DescriptorMismatch: a DescriptorCheck

@@ -1,6 +1,7 @@
 #include "core/op_fingerprint.h"
 
 #include <cstdio>
+#include <string>
 
 namespace chorus {
 namespace {
@@ -26,7 +27,8 @@ int labelOf(const OpPrint& p, int self, int other, char* out, size_t n) {
 
 }  // namespace
 
-OpPrint makeOpPrint(CollType coll, size_t count, ncclDataType_t dtype, ReduceKind kind, int root, uint32_t seq) {
+OpPrint makeOpPrint(CollType coll, size_t count, ncclDataType_t dtype, ReduceKind kind, int root, uint32_t seq,
+                    uint8_t wire, bool deterministic) {
   OpPrint p;
   p.count = count;
   p.seq = seq;
@@ -35,6 +37,8 @@ OpPrint makeOpPrint(CollType coll, size_t count, ncclDataType_t dtype, ReduceKin
   p.dtype = static_cast<uint8_t>(dtype);
   p.op = reduces(coll) ? static_cast<uint8_t>(kind) : kNoRedOp;
   p.valid = 1;
+  p.wire = wire;
+  p.deterministic = deterministic ? 1 : 0;
   return p;
 }
 
@@ -87,15 +91,35 @@ const char* reduceKindName(ReduceKind k) {
   return "?";
 }
 
+namespace {
+
+// ", int8 wire, deterministic" for a reduction that does not travel as its
+// datatype (docs/wire.md); "" otherwise.
+std::string wireSuffix(const OpPrint& p) {
+  static const char* const kWireNames[] = {"native", "bf16", "fp8", "int8"};
+  std::string s;
+  if (p.wire != 0) {
+    s += ", ";
+    s += p.wire < 4 ? kWireNames[p.wire] : "unknown";
+    s += " wire";
+  }
+  if (p.deterministic) s += ", deterministic";
+  return s;
+}
+
+}  // namespace
+
 int describeOpPrint(const OpPrint& p, char* out, size_t n) {
   const char* name = collName(static_cast<CollType>(p.coll));
   const char* type = dtypeName(static_cast<ncclDataType_t>(p.dtype));
   const auto count = static_cast<unsigned long long>(p.count);
+  const std::string wire = wireSuffix(p);
   if (p.op != kNoRedOp && p.root != kNoRoot)
-    return snprintf(out, n, "%s(%llu x %s, %s, root %d)", name, count, type,
-                    reduceKindName(static_cast<ReduceKind>(p.op)), p.root);
+    return snprintf(out, n, "%s(%llu x %s, %s, root %d%s)", name, count, type,
+                    reduceKindName(static_cast<ReduceKind>(p.op)), p.root, wire.c_str());
   if (p.op != kNoRedOp)
-    return snprintf(out, n, "%s(%llu x %s, %s)", name, count, type, reduceKindName(static_cast<ReduceKind>(p.op)));
+    return snprintf(out, n, "%s(%llu x %s, %s%s)", name, count, type, reduceKindName(static_cast<ReduceKind>(p.op)),
+                    wire.c_str());
   if (p.root != kNoRoot) return snprintf(out, n, "%s(%llu x %s, root %d)", name, count, type, p.root);
   return snprintf(out, n, "%s(%llu x %s)", name, count, type);
 }

@@ -37,7 +37,9 @@ struct OpPrint {
   uint8_t dtype = 0;      // an ncclDataType_t
   uint8_t op = kNoRedOp;  // a ReduceKind, or kNoRedOp
   uint8_t valid = 0;
-  uint32_t pad = 0;
+  uint8_t wire = 0;           // a chorusWire_t (0: the datatype itself)
+  uint8_t deterministic = 0;  // 1: the rank-order sum of docs/wire.md
+  uint16_t pad = 0;
 };
 static_assert(sizeof(OpPrint) == 24, "OpPrint is three 64-bit words (slot header and GPU records)");
 
@@ -70,7 +72,10 @@ struct FifoPrints {
 // The fingerprint of one call. `seq` comes from OpCounters::next. What a
 // receiver expects its peer's slots to carry is step::expectedFromPeer
 // (kernels/common/step_rules.h, shared with the lane kernel).
-OpPrint makeOpPrint(CollType coll, size_t count, ncclDataType_t dtype, ReduceKind kind, int root, uint32_t seq);
+// `wire` and `deterministic`: how the reduction travels (WireSpec); ranks
+// that disagree on it would combine different encodings, so it is judged too.
+OpPrint makeOpPrint(CollType coll, size_t count, ncclDataType_t dtype, ReduceKind kind, int root, uint32_t seq,
+                    uint8_t wire = 0, bool deterministic = false);
 
 // "AllReduce(1000 x float, sum)", "Broadcast(8 x int32, root 1)",
 // "Send(1000 x float)". Returns the characters written (as snprintf).

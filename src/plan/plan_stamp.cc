@@ -15,7 +15,7 @@ void stampPlan(Plan& plan) {
     const Task& t = plan.tasks[i];
     const uint32_t seq = plan.comm->opCounters.next(t.type, t.root);
     OpStamp& s = plan.stamps[i];
-    s.mine = makeOpPrint(t.type, t.count, t.dtype, t.spec.kind, t.root, seq);
+    s.mine = makeOpPrint(t.type, t.count, t.dtype, t.spec.kind, t.root, seq, t.wire.format, t.wire.deterministic);
     s.expect = step::expectedFromPeer(s.mine);
   }
   markPlanStarted(plan);

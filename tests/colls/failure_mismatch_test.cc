@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "chorus/chorus.h"
 #include "common/rank_runner.h"
 
 namespace chorus::test {
@@ -104,6 +105,23 @@ TEST(OpMismatch, SumVersusMax) {
     const Call warm = twice(allReduceCall(1000, ncclFloat32, ncclSum), allReduceCall(1000, ncclFloat32, ncclMax));
     expectMismatch(ctx, warm, allReduceCall(1000, ncclFloat32, ctx.rank == 0 ? ncclSum : ncclMax),
                    {"op #3", "AllReduce(1000 x float, sum)", "AllReduce(1000 x float, max)"});
+  });
+}
+
+Call wireCall(chorusWire_t wire) {
+  return [=](RankCtx& ctx, Buffers& b) {
+    chorusReduceConfig_t config = CHORUS_REDUCE_CONFIG_INIT;
+    config.wire = wire;
+    return chorusAllReduceEx(b.send.data(), b.recv.data(), 1000, ncclFloat32, ncclSum, &config, ctx.comm, nullptr);
+  };
+}
+
+// The two encodings have the same slot sizes: only the fingerprint tells them apart.
+TEST(OpMismatch, Int8VersusFp8Wire) {
+  onThreadsAndProcesses(2, [](RankCtx& ctx) {
+    const Call warm = twice(wireCall(chorusWireInt8), wireCall(chorusWireFloat8e4m3));
+    expectMismatch(ctx, warm, wireCall(ctx.rank == 0 ? chorusWireInt8 : chorusWireFloat8e4m3),
+                   {"op #3", "AllReduce(1000 x float, sum, int8 wire)", "AllReduce(1000 x float, sum, fp8 wire)"});
   });
 }
 

@@ -59,6 +59,16 @@ TEST(OpFingerprint, MatchRuleComparesEveryField) {
   const OpPrint r0 = makeOpPrint(CollType::Broadcast, 10, ncclFloat32, ReduceKind::Sum, 0, 3);
   const OpPrint r1 = makeOpPrint(CollType::Broadcast, 10, ncclFloat32, ReduceKind::Sum, 1, 3);
   EXPECT_FALSE(step::printMatches(r0, r1));
+  // How the reduction travels (docs/wire.md) is part of the call.
+  const OpPrint int8 = makeOpPrint(CollType::AllReduce, 1000, ncclFloat32, ReduceKind::Sum, 0, 17, 3, false);
+  const OpPrint fp8 = makeOpPrint(CollType::AllReduce, 1000, ncclFloat32, ReduceKind::Sum, 0, 17, 2, false);
+  const OpPrint exact = makeOpPrint(CollType::AllReduce, 1000, ncclFloat32, ReduceKind::Sum, 0, 17, 0, true);
+  EXPECT_FALSE(step::printMatches(int8, fp8));
+  EXPECT_FALSE(step::printMatches(int8, base));
+  EXPECT_FALSE(step::printMatches(exact, base));
+  EXPECT_TRUE(step::printMatches(int8, step::expectedFromPeer(int8)));
+  EXPECT_EQ(text(int8), "AllReduce(1000 x float, sum, int8 wire)");
+  EXPECT_EQ(text(exact), "AllReduce(1000 x float, sum, deterministic)");
   // A slot without a fingerprint is not judged.
   EXPECT_TRUE(step::printMatches(OpPrint{}, base));
 }
