@@ -228,6 +228,20 @@ ncclResult_t Bootstrap::recv(int peer, const std::string& tag, std::vector<uint8
   return store_->erasePrefix(key);
 }
 
+bool Bootstrap::drainArrived(const std::string& tag,
+                             const std::function<bool(int, const std::vector<uint8_t>&)>& take) {
+  for (int peer = 0; peer < nranks_; ++peer) {
+    if (peer == rank_) continue;
+    for (;;) {
+      std::vector<uint8_t> bytes;
+      bool got = false;
+      if (tryRecv(peer, tag, &bytes, &got) != ncclSuccess || !got) break;
+      if (take(peer, bytes)) return true;
+    }
+  }
+  return false;
+}
+
 ncclResult_t Bootstrap::tryRecv(int peer, const std::string& tag, std::vector<uint8_t>* data, bool* got) {
   *got = false;
   CHORUS_CHECK(checkPeer(peer, "tryRecv"));

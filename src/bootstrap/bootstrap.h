@@ -76,6 +76,10 @@ class Bootstrap {
   // whether it had. Never waits for the message and never records an error
   // for its absence (stall reports poll with it).
   ncclResult_t tryRecv(int peer, const std::string& tag, std::vector<uint8_t>* data, bool* got);
+  // Hands every message under `tag` that has arrived from the other ranks,
+  // in rank order, to `take(peer, bytes)` (with tryRecv); stops at the first
+  // `take` that returns true, and then returns true.
+  bool drainArrived(const std::string& tag, const std::function<bool(int, const std::vector<uint8_t>&)>& take);
 
   // This rank's status, answered by its process's mailbox thread from
   // `value()` whenever a peer asks (queryStatus), even while the rank's own

@@ -61,18 +61,13 @@ void sendNote(ncclComm* comm, int peer, const StallNote& n) {
 bool readNotes(ncclComm* comm, std::map<int, StallNote>* notes, uint64_t ourCollective) {
   const uint64_t done = comm->activity.snapshot().collDone;
   bool sameOp = false;
-  for (int peer = 0; peer < comm->id.nranks; ++peer) {
-    if (peer == comm->id.rank) continue;
-    for (;;) {
-      std::vector<uint8_t> bytes;
-      bool got = false;
-      if (comm->bootstrap->tryRecv(peer, kNoteTag, &bytes, &got) != ncclSuccess || !got) break;
-      StallNote n;
-      if (!decodeStallNote(bytes, &n) || n.rank != peer || (n.inCall && n.collective <= done)) continue;
-      (*notes)[peer] = n;
-      sameOp |= n.inCall && n.collective == ourCollective;
-    }
-  }
+  comm->bootstrap->drainArrived(kNoteTag, [&](int peer, const std::vector<uint8_t>& bytes) {
+    StallNote n;
+    if (!decodeStallNote(bytes, &n) || n.rank != peer || (n.inCall && n.collective <= done)) return false;
+    (*notes)[peer] = n;
+    sameOp |= n.inCall && n.collective == ourCollective;
+    return false;
+  });
   return sameOp;
 }
 

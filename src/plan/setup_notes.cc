@@ -143,18 +143,11 @@ void sendVerdictNotes(const Plan& plan, const OpMismatchRecord& r) {
 bool readSetupNotes(const Plan& plan, OpMismatchRecord* r, bool* selfFound) {
   ncclComm* comm = plan.comm;
   if (comm->bootstrap == nullptr || plan.stamps.empty()) return false;
-  for (int peer = 0; peer < comm->id.nranks; ++peer) {
-    if (peer == comm->id.rank) continue;
-    for (;;) {
-      std::vector<uint8_t> bytes;
-      bool got = false;
-      if (comm->bootstrap->tryRecv(peer, kNoteTag, &bytes, &got) != ncclSuccess || !got) break;
-      if (!judge(plan, peer, bytes, r, selfFound)) continue;
-      if (*selfFound) sendVerdictNotes(plan, *r);
-      return true;
-    }
-  }
-  return false;
+  return comm->bootstrap->drainArrived(kNoteTag, [&](int peer, const std::vector<uint8_t>& bytes) {
+    if (!judge(plan, peer, bytes, r, selfFound)) return false;
+    if (*selfFound) sendVerdictNotes(plan, *r);
+    return true;
+  });
 }
 
 }  // namespace chorus
