@@ -108,6 +108,15 @@ struct Doorbell {
   }
 };
 
+// Lets the thread that uses an end move the end's data itself instead of
+// handing it to the mover's thread (a network link whose backend may be
+// called from any thread: transports/net/net_link_inline.cc). move() does
+// what can be done now without blocking, and wakes the mover's thread for
+// what is left; it returns at once (false) when that thread holds the link.
+struct InlineMover {
+  bool (*move)(InlineMover*) = nullptr;
+};
+
 // Shared by both connector ends: where the FIFO lives and who the peer is.
 struct FifoEnd {
   FifoControl* ctl = nullptr;
@@ -128,6 +137,10 @@ struct FifoEnd {
   std::shared_ptr<void> memory;        // keeps the FIFO memory mapped while we use it
   std::shared_ptr<LinkHealth> health;  // set when a proxy moves the data (net); else null
   Doorbell* doorbell = nullptr;        // rung after post()/release() when a proxy moves the data
+  // Set with `doorbell` where this end may move its data itself; then
+  // post()/release() and a failed ready()/drained() call it instead of
+  // ringing (valid while `memory` is held).
+  InlineMover* mover = nullptr;
   // The communicator's counter of this end's direction and link
   // (core/traffic_stats.h); null for connectors no communicator counts.
   StatCounter* traffic = nullptr;
@@ -135,6 +148,15 @@ struct FifoEnd {
     return slots + (index % nslots) * static_cast<size_t>(slotStride != 0 ? slotStride : slotBytes);
   }
 };
+
+// An end moved its counter: it moves the data itself where it may, else it
+// lets the mover's thread know.
+inline void endMoved(const FifoEnd& end) {
+  if (end.mover != nullptr)
+    end.mover->move(end.mover);
+  else if (end.doorbell != nullptr)
+    end.doorbell->ring();
+}
 
 // The bytes a slot of `size` stands for: its size, or for a zero-copy
 // descriptor the whole step the receiver copies from the sender's buffer.
@@ -148,6 +170,10 @@ class SendConnector {
   bool ready() {
     if (tail_ - headCache_ < end_.nslots) return true;
     headCache_ = end_.ctl->head.load(std::memory_order_acquire);
+    if (tail_ - headCache_ < end_.nslots || end_.mover == nullptr || !end_.mover->move(end_.mover)) {
+      return tail_ - headCache_ < end_.nslots;
+    }
+    headCache_ = end_.ctl->head.load(std::memory_order_acquire);
     return tail_ - headCache_ < end_.nslots;
   }
   char* slot() const { return end_.slot(tail_); }
@@ -156,7 +182,7 @@ class SendConnector {
     end_.ctl->sizes[tail_ % end_.nslots] = bytes;
     end_.ctl->prints.slot[tail_ % end_.nslots] = print;
     end_.ctl->tail.store(++tail_, std::memory_order_release);
-    if (end_.doorbell != nullptr) end_.doorbell->ring();
+    endMoved(end_);
   }
   // The slot most recently posted (valid until the receiver frees it).
   char* lastPostedSlot() const { return end_.slot(tail_ - 1); }
@@ -164,11 +190,15 @@ class SendConnector {
   bool drained() {
     if (takenCache_ == tail_) return true;
     takenCache_ = (end_.takenCounter ? end_.ctl->taken : end_.ctl->head).load(std::memory_order_acquire);
+    if (takenCache_ == tail_ || end_.mover == nullptr || !end_.mover->move(end_.mover)) return takenCache_ == tail_;
+    takenCache_ = (end_.takenCounter ? end_.ctl->taken : end_.ctl->head).load(std::memory_order_acquire);
     return takenCache_ == tail_;
   }
   const FifoEnd& end() const { return end_; }
 
  private:
+  void moved() { endMoved(end_); }
+
   FifoEnd end_;
   uint64_t tail_ = 0;
   uint64_t headCache_ = 0;
@@ -181,6 +211,8 @@ class RecvConnector {
   bool ready() {
     if (head_ < tailCache_) return true;
     tailCache_ = end_.ctl->tail.load(std::memory_order_acquire);
+    if (head_ < tailCache_ || end_.mover == nullptr || !end_.mover->move(end_.mover)) return head_ < tailCache_;
+    tailCache_ = end_.ctl->tail.load(std::memory_order_acquire);
     return head_ < tailCache_;
   }
   const char* slot() const { return end_.slot(head_); }
@@ -189,7 +221,7 @@ class RecvConnector {
   void release() {
     if (end_.traffic != nullptr) end_.traffic->add(slotPayloadBytes(slot(), size()));
     end_.ctl->head.store(++head_, std::memory_order_release);
-    if (end_.doorbell != nullptr) end_.doorbell->ring();
+    endMoved(end_);
   }
   const FifoEnd& end() const { return end_; }
 

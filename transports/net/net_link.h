@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -53,7 +54,22 @@ struct NetLink {
   bool framed() const { return !kernelDriven; }
   uint32_t stride() const { return slotBytes + (framed() ? netwire::kSlotHeaderBytes : 0); }
 
-  // Proxy-thread state.
+  // Inline moves (net_link_inline.cc): the executor's thread may step the
+  // link itself. Every step (proxy or executor) holds moveMu; the proxy's
+  // state below and the backend connections are touched only under it.
+  struct Mover : InlineMover {
+    NetLink* link = nullptr;
+  };
+  std::mutex moveMu;
+  Mover mover;
+  bool movable = true;  // under moveMu: false once the proxy closed the link
+  // When the executor last stepped the link (steady clock, ns): while it is
+  // that recent the executor is waiting on the link and moves what arrives,
+  // so the proxy does not wake for the link's descriptors.
+  std::atomic<int64_t> inlineAtNs{0};
+  bool movesInline() const { return mover.move != nullptr; }
+
+  // Link state (under moveMu).
   uint64_t posted = 0;
   uint64_t completed = 0;
   void* requests[kMaxFifoSlots] = {};
@@ -96,9 +112,14 @@ void hurryDrain(NetLink& link, std::chrono::steady_clock::time_point deadline);
 // Adds the descriptors whose readiness is the only thing `link` waits for
 // (net_wake.h). False when the link needs timed polling instead (its
 // backend has no descriptors, it is being set up or drained, a kernel
-// drives it).
-bool linkPollFds(const NetLink& link, std::vector<pollfd>* fds);
+// drives it). A link whose executor stepped it since `presentSinceNs` adds
+// none and sets *executorPresent (the proxy then looks again soon).
+bool linkPollFds(const NetLink& link, int64_t presentSinceNs, std::vector<pollfd>* fds, bool* executorPresent);
 // Closes the backend connections (proxy thread).
 void closeLink(NetLink& link);
+// Whether the executor's thread may step `link` itself (the backend may be
+// called from any thread, one call per connection at a time, and
+// CHORUS_NET_INLINE is on); sets up link.mover when it may.
+bool enableInlineMoves(NetLink& link);
 
 }  // namespace chorus

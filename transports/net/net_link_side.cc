@@ -188,6 +188,9 @@ void stepReceiverAck(NetLink& link, bool* progressed) {
   link.ackInFlight = head;
   link.verdictAcked = link.verdictAcked || verdict;
   *progressed = true;
+  // A small ack usually left in the isend itself: finish it now, so the next
+  // head can go out at once and nobody has to come back for this one.
+  if (sideDone(link, &link.ackReq, "ack failed", false)) link.ackedHead = link.ackInFlight;
 }
 
 bool sideBusy(const NetLink& link) {

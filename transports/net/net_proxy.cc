@@ -60,6 +60,19 @@ constexpr std::chrono::milliseconds kFdWaitSafety(100);
 // message by the kernel waits for the scheduler each time, which measured
 // slower than short sleeps. After that it blocks on the descriptors.
 constexpr std::chrono::microseconds kFdWaitAfter(64);
+// Links whose executors move them inline (net_link_inline.cc) need the proxy
+// only as a backstop: it sleeps on descriptors at once, and leaves out the
+// links an executor stepped within this window (it is there to take what
+// arrives; waking for it too would only take a core from it).
+constexpr std::chrono::microseconds kExecutorPresent(500);
+
+bool allMovedInline(const std::vector<std::shared_ptr<NetLink>>& links) {
+  return std::all_of(links.begin(), links.end(), [](const auto& l) { return l->movesInline(); });
+}
+
+int64_t nowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(ProxyClock::now().time_since_epoch()).count();
+}
 
 std::atomic<NetProxy*> g_kickable{nullptr};
 
@@ -126,6 +139,7 @@ FifoEnd NetProxy::attach(std::shared_ptr<NetLink> link, int peerRank, int peerPi
   end.peerPid = peerPid;
   end.health = link->health;
   end.doorbell = &bell_;
+  if (enableInlineMoves(*link)) end.mover = &link->mover;
   const pid_t pid = pid_;
   NetLink* raw = link.get();
   // The executor's handle on the link: when its last copy goes, the link retires.
@@ -239,6 +253,7 @@ void NetProxy::applyStop(std::vector<std::shared_ptr<NetLink>>& links) {
   for (auto& l : links) {
     if (!l->retired.exchange(true, std::memory_order_acq_rel))
       l->health->setFailed(ncclSystemError, (l->label + ": the process is exiting").c_str());
+    std::lock_guard<std::mutex> linkLock(l->moveMu);
     hurryDrain(*l, drainDeadline);
   }
 }
@@ -249,6 +264,7 @@ void NetProxy::applyStop(std::vector<std::shared_ptr<NetLink>>& links) {
 void NetProxy::failAll(std::vector<std::shared_ptr<NetLink>>& links, ncclResult_t res) {
   const std::string why = lastErrorMessage();
   for (auto& l : links) {
+    std::lock_guard<std::mutex> lock(l->moveMu);
     l->failed = true;
     l->health->setFailed(res, (l->label + ": " + why).c_str());
   }
@@ -260,6 +276,7 @@ bool NetProxy::pass(std::vector<std::shared_ptr<NetLink>>& links, bool* busy) {
   bool progressed = false;
   for (size_t i = 0; i < links.size();) {
     NetLink& l = *links[i];
+    std::unique_lock<std::mutex> linkLock(l.moveMu);
     stepLink(l, &progressed, busy);
     if (!l.retired.load(std::memory_order_acquire)) {
       ++i;
@@ -271,6 +288,8 @@ bool NetProxy::pass(std::vector<std::shared_ptr<NetLink>>& links, bool* busy) {
       continue;
     }
     closeLink(l);
+    l.movable = false;
+    linkLock.unlock();
     {
       std::lock_guard<std::mutex> lock(mu_);
       l.closed = true;
@@ -302,10 +321,16 @@ void NetProxy::sleep(std::chrono::microseconds limit, std::vector<std::shared_pt
 // be waited on that way (then `limit` only matters as a safety net), else on
 // the condition variable for `limit`.
 void NetProxy::waitForWork(std::chrono::microseconds limit, std::vector<std::shared_ptr<NetLink>>& links) {
-  bool allFds = wakeFd_ >= 0 && limit >= kFdWaitAfter;
+  const bool inlineOnly = allMovedInline(links);
+  bool allFds = wakeFd_ >= 0 && (limit >= kFdWaitAfter || inlineOnly);
+  bool present = false;
+  const int64_t presentSince = nowNs() - std::chrono::nanoseconds(kExecutorPresent).count();
   pollFds_.clear();
   if (allFds) pollFds_.push_back(pollfd{wakeFd_, POLLIN, 0});
-  for (size_t i = 0; i < links.size() && allFds; ++i) allFds = linkPollFds(*links[i], &pollFds_);
+  for (size_t i = 0; i < links.size() && allFds; ++i) {
+    std::lock_guard<std::mutex> linkLock(links[i]->moveMu);
+    allFds = linkPollFds(*links[i], presentSince, &pollFds_, &present);
+  }
   if (!allFds) {
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait_for(lock, limit, [this] { return woken_; });
@@ -319,7 +344,7 @@ void NetProxy::waitForWork(std::chrono::microseconds limit, std::vector<std::sha
       return;
     }
   }
-  const auto wait = std::max<std::chrono::microseconds>(limit, kFdWaitSafety);
+  const auto wait = present ? kExecutorPresent : std::max<std::chrono::microseconds>(limit, kFdWaitSafety);
   const timespec ts{static_cast<time_t>(wait.count() / 1000000), static_cast<long>(wait.count() % 1000000) * 1000};
   (void)ppoll(pollFds_.data(), pollFds_.size(), &ts, nullptr);
   uint64_t count = 0;
@@ -361,7 +386,7 @@ void NetProxy::run() {
       continue;
     }
     const auto idle = std::chrono::duration_cast<std::chrono::microseconds>(ProxyClock::now() - lastMove);
-    if (busy && idle < std::chrono::microseconds(50)) {
+    if (busy && idle < std::chrono::microseconds(50) && !allMovedInline(links)) {
       std::this_thread::yield();  // traffic is likely to resume within microseconds
       continue;
     }

@@ -9,4 +9,6 @@ NetPollFdFn netPollFdFor(const void* backendTable) {
   return nullptr;
 }
 
+bool netInlineMovesFor(const void* backendTable) { return backendTable == netSocketBackend(); }
+
 }  // namespace chorus

@@ -15,4 +15,11 @@ void netProxyKick();
 using NetPollFdFn = bool (*)(void* comm, int* fd, short* events);
 NetPollFdFn netPollFdFor(const void* backendTable);
 
+// Backends whose connections may be called from any thread, one call per
+// connection at a time, with no state shared between connections that such
+// calls touch (the built-in socket backend): the executor's thread may then
+// step its own links (net_link_inline.cc). Plugins and UCX (one worker for
+// all connections, bound to the proxy thread) are not.
+bool netInlineMovesFor(const void* backendTable);
+
 }  // namespace chorus

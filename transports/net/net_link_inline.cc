@@ -1,0 +1,75 @@
+// Inline moves: the executor's thread steps its own network link when it
+// posts a slot, releases one, or finds nothing to take (FifoEnd::mover).
+// A small message then leaves in the executor's sendmsg and is picked up
+// by the waiting executor's recv, with no hand-over to the proxy thread
+// and back; on a machine whose cores are shared those two wake-ups were
+// most of a small all-reduce's time. The proxy thread still serves every
+// link (what the executor leaves: large messages in flight, acks arriving
+// while it computes, links of ranks that returned to the application) and
+// is woken only when a step leaves work that it would not see otherwise.
+#include <chrono>
+#include <string>
+
+#include "core/exception_guard.h"
+#include "core/params.h"
+#include "core/result.h"
+#include "transports/net/net_link.h"
+#include "transports/net/net_wake.h"
+
+namespace chorus {
+namespace {
+
+// What an inline step leaves that the proxy must look at now: the proxy may
+// be asleep on descriptors chosen before this step, or on a timer.
+bool proxyMustLook(const NetLink& link, bool hadReceives) {
+  if (link.failed || link.verdictSeen) return false;
+  if (link.sender) {
+    const uint64_t tail = link.ctl->tail.load(std::memory_order_acquire);
+    return link.posted < tail || link.completed < link.posted || link.helloReq != nullptr ||
+           link.revListen != nullptr || link.verdictReq != nullptr;
+  }
+  return (!hadReceives && link.completed < link.posted) || link.ackReq != nullptr || !link.helloDone ||
+         (link.revComm == nullptr && !link.reverseGone);
+}
+
+// A step on the executor's thread must not leave its own error message behind
+// (the last error is per thread: it is the application's ncclGetLastError).
+bool stepInline(NetLink& link) {
+  const bool hadError = lastErrorMessage()[0] != '\0';
+  const std::string saved = hadError ? std::string(lastErrorMessage()) : std::string();
+  const bool hadReceives = link.completed < link.posted;
+  bool progressed = false, busy = false;
+  const ncclResult_t res = guardedRun("net inline move", [&] { stepLink(link, &progressed, &busy); });
+  if (res != ncclSuccess) {
+    link.failed = true;
+    link.health->setFailed(res, (link.label + ": " + lastErrorMessage()).c_str());
+  }
+  if (proxyMustLook(link, hadReceives)) netProxyKick();
+  restoreLastError(saved);
+  return progressed;
+}
+
+bool moveInline(InlineMover* m) {
+  NetLink& link = *static_cast<NetLink::Mover*>(m)->link;
+  std::unique_lock<std::mutex> lock(link.moveMu, std::try_to_lock);
+  if (!lock.owns_lock()) {
+    netProxyKick();  // the proxy is stepping it: make sure it looks once more
+    return false;
+  }
+  if (!link.movable || link.failed) return false;
+  link.inlineAtNs.store(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count(),
+      std::memory_order_relaxed);
+  return stepInline(link);
+}
+
+}  // namespace
+
+bool enableInlineMoves(NetLink& link) {
+  if (link.kernelDriven || !params::netInline() || !netInlineMovesFor(link.net)) return false;
+  link.mover.move = &moveInline;
+  link.mover.link = &link;
+  return true;
+}
+
+}  // namespace chorus
