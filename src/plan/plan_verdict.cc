@@ -111,8 +111,11 @@ uint64_t collectiveSeq(const Plan& plan) {
 void markDone(const Plan& plan) {
   const uint64_t seq = collectiveSeq(plan);
   if (seq == 0 || !plan.comm->id.hostMode) return;
-  for (const ConnRef& c : plan.conns)
-    if (c.recv != nullptr && !c.end().health) c.end().ctl->doneSeq.store(seq, std::memory_order_release);
+  for (const ConnRef& c : plan.conns) {
+    if (c.recv == nullptr || !carriesDoneMarks(c.end())) continue;
+    c.end().ctl->doneSeq.store(seq, std::memory_order_release);
+    endMoved(c.end());  // a network link sends the mark back in an ack
+  }
 }
 
 }  // namespace
@@ -131,8 +134,8 @@ void markPlanDone(const Plan& plan) {
 
 int awaitedCompletion(const Plan& plan) {
   const uint64_t seq = collectiveSeq(plan);
-  for (SendConnector* s : plan.awaitDone)  // a proxy's link has no shared control block: not awaited
-    if (!s->end().health && s->end().ctl->doneSeq.load(std::memory_order_acquire) < seq) return s->end().peer;
+  for (SendConnector* s : plan.awaitDone)
+    if (carriesDoneMarks(s->end()) && s->end().ctl->doneSeq.load(std::memory_order_acquire) < seq) return s->end().peer;
   return -1;
 }
 

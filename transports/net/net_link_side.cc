@@ -19,9 +19,12 @@ using netwire::Ack;
 using netwire::Kind;
 using netwire::SlotHeader;
 
+// Without acks the sender takes its slots and the receiver's completion as
+// given once they are sent (as before the reverse connection existed).
 void reverseGone(NetLink& link, const char* what) {
   if (link.reverseGone) return;
   link.reverseGone = true;
+  if (link.sender) link.ctl->doneSeq.store(UINT64_MAX, std::memory_order_release);
   CHORUS_INFO(kLogNet | kLogProxy, "net proxy: %s: reverse connection %s: %s", link.label.c_str(), what,
               lastErrorMessage());
 }
@@ -76,7 +79,14 @@ void takeAck(NetLink& link, size_t bytes) {
     return;
   }
   link.remoteHead = std::max(link.remoteHead, a.head);
+  if (a.doneSeq > link.ctl->doneSeq.load(std::memory_order_relaxed))
+    link.ctl->doneSeq.store(a.doneSeq, std::memory_order_release);
   if (a.hasVerdict) fifoSetMismatch(link.ctl, a.verdict);
+}
+
+void ackSent(NetLink& link) {
+  link.ackedHead = link.ackInFlight;
+  link.ackedDone = link.doneInFlight;
 }
 
 }  // namespace
@@ -171,26 +181,29 @@ void stepReceiverAck(NetLink& link, bool* progressed) {
   if (link.revComm == nullptr || link.reverseGone) return;
   if (link.ackReq != nullptr) {
     if (!sideDone(link, &link.ackReq, "ack failed", false)) return;
-    link.ackedHead = link.ackInFlight;
+    ackSent(link);
     *progressed = true;
   }
   Ack& a = link.side->ack;
   const uint64_t head = link.ctl->head.load(std::memory_order_acquire);
+  const uint64_t done = link.ctl->doneSeq.load(std::memory_order_acquire);
   const bool verdict = !link.verdictAcked && fifoMismatch(link.ctl, &a.verdict);
-  if (head == link.ackedHead && !verdict) return;
+  if (head == link.ackedHead && done == link.ackedDone && !verdict) return;
   a.magic = netwire::kMagic;
   a.hasVerdict = verdict ? 1 : 0;
   a.head = head;
+  a.doneSeq = done;
   clearLastError();
   const ncclResult_t res = link.net->isend(link.revComm, &a, sizeof(Ack), 0, link.revSideMh, &link.ackReq);
   if (res != ncclSuccess) return reverseGone(link, "isend(ack) failed");
   if (link.ackReq == nullptr) return;
   link.ackInFlight = head;
+  link.doneInFlight = done;
   link.verdictAcked = link.verdictAcked || verdict;
   *progressed = true;
   // A small ack usually left in the isend itself: finish it now, so the next
   // head can go out at once and nobody has to come back for this one.
-  if (sideDone(link, &link.ackReq, "ack failed", false)) link.ackedHead = link.ackInFlight;
+  if (sideDone(link, &link.ackReq, "ack failed", false)) ackSent(link);
 }
 
 bool sideBusy(const NetLink& link) {

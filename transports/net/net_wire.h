@@ -11,9 +11,10 @@
 //  3. at most one Verdict (SlotHeader + OpMismatchRecord): the sender's
 //     rank found that the calls do not match; nothing useful follows.
 // Reverse connection (receiver -> sender): Acks, each with the receiver's
-// head (slots it has released) and, once, its verdict. The sender publishes
-// that as FifoControl::taken, which drained() waits for, so a send counts as
-// taken only once the peer took it, as with shm.
+// head (slots it has released), its completion mark (doneSeq) and, once, its
+// verdict. The sender publishes the head as FifoControl::taken, which
+// drained() waits for, so a send counts as taken only once the peer took it,
+// as with shm, and the mark as its own control block's doneSeq.
 //
 // Kernel-driven links (GPU mode) carry bare payloads and no reverse
 // connection. All integers in host byte order (little-endian hosts).
@@ -44,6 +45,7 @@ struct Ack {
   uint32_t hasVerdict;
   uint64_t head;  // slots the receiver has released
   OpMismatchRecord verdict;
+  uint64_t doneSeq;  // the receiver's FifoControl::doneSeq (its latest completed collective)
 };
 
 // The link's own small messages (not slots): registered once per connection.
