@@ -93,18 +93,17 @@ bool onlySends(const std::vector<NoteTask>& tasks) {
 }
 
 // Longer cycles of sends. An edge a -> b: rank a waits in connection setup
-// for rank b's receiver, in a call of sends only, and b has not numbered the
-// matching receive. A rank b that learns of such an edge while it waits in
-// setup itself, in a call of sends only, passes the chain of edges on to
-// the ranks it waits for. b's call has no receive, so it cannot make the
-// receiver a waits for before that call returns, which needs its own
-// receivers: each edge of a chain stands as long as its last one does
-// (checked by its target, which has never numbered a receive from its
-// source: its first one makes the receiver). A rank that
-// waits for a rank already in the chain closes a cycle: none of these calls
-// can return, a deadlock reported like a mismatch, naming this rank's send
-// and the send of the rank it waits for (whose target goes in `root`, which
-// a send's fingerprint does not use).
+// for rank b's receiver, in a call of sends only, and b has never numbered a
+// receive from a (its first one makes that receiver). A rank b that learns
+// of such an edge while it waits in setup itself, in a call of sends only,
+// passes the chain of edges on to the ranks it waits for. b's call has no
+// receive, so it cannot make the receiver a waits for before that call
+// returns, which needs its own receivers: each edge of a chain stands as
+// long as its last one does, which its target checks. A rank that waits for
+// a rank already in the chain closes a cycle: none of these calls can
+// return, a deadlock reported like a mismatch, naming this rank's send and
+// the send of the rank it waits for (whose target goes in `root`, which a
+// send's fingerprint does not use).
 struct Hop {
   OpPrint send;
   int from, to;
