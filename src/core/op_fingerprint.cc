@@ -18,9 +18,11 @@ bool pairwise(const OpPrint& p) {
 }
 
 // "op #17" or "send #3 from rank 0 to rank 1" for the call `p` of rank `self`
-// whose other end is rank `other`.
+// whose other end is rank `other`, unless `p` names it in `root` (a send in
+// a cycle of sends, plan/setup_notes.cc: not towards the reporting rank).
 int labelOf(const OpPrint& p, int self, int other, char* out, size_t n) {
   if (!pairwise(p)) return snprintf(out, n, "op #%u", p.seq);
+  if (p.root != kNoRoot) other = p.root;
   const bool sends = static_cast<CollType>(p.coll) == CollType::Send;
   return snprintf(out, n, "send #%u from rank %d to rank %d", p.seq, sends ? self : other, sends ? other : self);
 }
@@ -120,7 +122,7 @@ int describeOpPrint(const OpPrint& p, char* out, size_t n) {
   if (p.op != kNoRedOp)
     return snprintf(out, n, "%s(%llu x %s, %s%s)", name, count, type, reduceKindName(static_cast<ReduceKind>(p.op)),
                     wire.c_str());
-  if (p.root != kNoRoot) return snprintf(out, n, "%s(%llu x %s, root %d)", name, count, type, p.root);
+  if (p.root != kNoRoot && !pairwise(p)) return snprintf(out, n, "%s(%llu x %s, root %d)", name, count, type, p.root);
   return snprintf(out, n, "%s(%llu x %s)", name, count, type);
 }
 

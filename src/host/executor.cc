@@ -153,7 +153,7 @@ ncclResult_t reportTimeout(Plan& plan, int64_t timeoutMs) {
 ncclResult_t checkVerdicts(Plan& plan) {
   step::LaneFailure f = step::waitFailure(step::LaneStatus::OpMismatch, -1, -1);
   bool self = false;
-  if (findStraySlot(plan, &f.mismatch)) {
+  if (findStraySlot(plan, &f.mismatch) || findStrayWait(plan, &f.mismatch)) {
     sendVerdictNotes(plan, f.mismatch);  // also for ranks that wait in connection setup
   } else if (!findMismatch(plan, &f.mismatch) && !readSetupNotes(plan, &f.mismatch, &self)) {
     return ncclSuccess;
@@ -214,6 +214,12 @@ bool allSendsTaken(std::span<Plan* const> plans) {
   return true;
 }
 
+bool allRootsDone(std::span<Plan* const> plans) {
+  for (Plan* p : plans)
+    if (!rootsDone(*p)) return false;
+  return true;
+}
+
 void markFailed(std::span<Plan* const> plans, ncclResult_t res) {
   for (Plan* p : plans) commSetError(p->comm, res, lastErrorMessage());
 }
@@ -262,12 +268,13 @@ ncclResult_t runHostPlans(std::span<Plan* const> plans) {
         planPending |= !lane.finished();
       }
       pending |= planPending;
-      // One thread driving several ranks: a finished plan says so at once,
-      // its senders may be among the plans this loop still waits for.
-      if (!planPending && plans.size() > 1 && sendsTaken(*p)) markPlanDone(*p);
+      // A finished plan says so at once: its senders may be among the plans
+      // this loop drives, and a scatter's receivers mark before they wait
+      // for their root, which waits for their marks.
+      if (!planPending && sendsTaken(*p)) markPlanDone(*p);
     }
     if (progressed) backoff.progressed();  // also when it finished the work: that wait taught something too
-    if (!pending && allSendsTaken(plans)) {
+    if (!pending && allSendsTaken(plans) && allRootsDone(plans)) {
       host::streamFence();
       for (Plan* p : plans) markPlanDone(*p);
       return ncclSuccess;

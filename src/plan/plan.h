@@ -94,6 +94,10 @@ struct Plan {
   // so without this a root could succeed while a rank further down fails.
   // Only awaited on connectors whose control block both ends share (no proxy).
   std::vector<SendConnector*> awaitDone;
+  // The receive connectors whose sender must have completed the operation
+  // (FifoControl::sentDoneSeq) before this plan reports success: a scatter's
+  // receivers hear nothing else from their root, which waits for all of them.
+  std::vector<RecvConnector*> awaitRootDone;
   bool sendsClassified = false;
   std::vector<Lane> lanes;
   std::vector<ConnRef> conns;
@@ -137,11 +141,20 @@ void classifySends(Plan& plan);
 // Its receive connectors tell their senders that this rank completed the
 // operation (FifoControl::doneSeq): a broadcast or reduce plan when it
 // finished (markPlanDone, from the host executor), any other plan when it
-// starts (markPlanStarted, from stampPlan; host mode).
+// starts (markPlanStarted, from stampPlan; host mode). A rooted plan also
+// publishes its fingerprint on its receive connectors when it starts
+// (FifoControl::intent), and marks its send connectors when it finished.
 void markPlanStarted(const Plan& plan);
 void markPlanDone(const Plan& plan);
-// The peer whose completion the plan still awaits (awaitDone), or -1.
+// The peer whose completion the plan still awaits (awaitDone, awaitRootDone), or -1.
 int awaitedCompletion(const Plan& plan);
+// The senders in awaitRootDone have completed (a scatter's root finished).
+bool rootsDone(const Plan& plan);
+// A send connector of the communicator whose receiver waits (FifoControl::
+// intent) for an operation this rank numbers the same but calls differently:
+// the two ranks' calls do not match, though no slot may ever flow. Called
+// while the plan is idle, next to findStraySlot.
+bool findStrayWait(const Plan& plan, OpMismatchRecord* r);
 
 const ReduceSpec& segmentSpec(const Plan& plan, const sched::Segment& s);
 

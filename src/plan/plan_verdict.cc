@@ -7,6 +7,7 @@
 #include "core/comm.h"
 #include "kernels/common/step_rules.h"
 #include "plan/plan.h"
+#include "plan/setup_notes.h"
 #include "transport/connection_table.h"
 
 namespace chorus {
@@ -70,6 +71,23 @@ bool findStraySlot(const Plan& plan, OpMismatchRecord* r) {
   return found;
 }
 
+bool findStrayWait(const Plan& plan, OpMismatchRecord* r) {
+  if (plan.comm == nullptr || !plan.comm->conns || plan.stamps.empty()) return false;
+  const int self = plan.comm->id.rank;
+  bool found = false;
+  plan.comm->conns->forEachSend([&](const SendConnector& out) {
+    OpPrint theirs;
+    const FifoEnd& e = out.end();
+    if (found || e.ctl == nullptr || e.health || !fifoIntent(e.ctl, &theirs)) return;
+    for (size_t k = 0; k < plan.stamps.size() && k < plan.tasks.size() && !found; ++k) {
+      if (!notesDisagree(plan.stamps[k].mine, plan.tasks[k].root, self, theirs, self, e.peer)) continue;
+      *r = OpMismatchRecord{plan.stamps[k].mine, theirs, self, e.peer};
+      found = true;
+    }
+  });
+  return found;
+}
+
 // A plan of one collective that also receives from a peer has that peer's
 // fingerprint checked by its own receives: the peer made the same call, so
 // it takes what this rank sends without waiting for it. Every other send
@@ -77,14 +95,19 @@ bool findStraySlot(const Plan& plan, OpMismatchRecord* r) {
 // A broadcast or a reduce moves data along a tree or a chain, never in a
 // cycle; in the other collectives every rank's result needs every rank's
 // data, so a mismatch anywhere already stops everyone.
+// Gather and scatter exchange only with their root, which waits for every
+// rank; a scatter's receivers also wait for the root (awaitRootDone), since
+// they send nothing it could refuse.
 bool completesTogether(const Plan& plan) {
-  return plan.tasks.size() == 1 &&
-         (plan.tasks[0].type == CollType::Broadcast || plan.tasks[0].type == CollType::Reduce);
+  if (plan.tasks.size() != 1) return false;
+  const CollType t = plan.tasks[0].type;
+  return t == CollType::Broadcast || t == CollType::Reduce || t == CollType::Gather || t == CollType::Scatter;
 }
 
 void classifySends(Plan& plan) {
   plan.unprovenSends.clear();
   plan.awaitDone.clear();
+  plan.awaitRootDone.clear();
   const bool oneCollective =
       plan.tasks.size() == 1 && plan.tasks[0].type != CollType::Send && plan.tasks[0].type != CollType::Recv;
   for (const ConnRef& c : plan.conns) {
@@ -95,6 +118,9 @@ void classifySends(Plan& plan) {
     plan.unprovenSends.push_back(c.send);
     if (completesTogether(plan)) plan.awaitDone.push_back(c.send);
   }
+  if (completesTogether(plan) && plan.tasks[0].type == CollType::Scatter)
+    for (const ConnRef& c : plan.conns)
+      if (c.recv != nullptr) plan.awaitRootDone.push_back(c.recv);
   plan.sendsClassified = true;
 }
 
@@ -108,14 +134,43 @@ uint64_t collectiveSeq(const Plan& plan) {
   return seq;
 }
 
-void markDone(const Plan& plan) {
+// Stores `seq` once (a waiting plan marks again on every pass); true when it changed.
+bool mark(std::atomic<uint64_t>& at, uint64_t seq) {
+  if (at.load(std::memory_order_relaxed) == seq) return false;
+  at.store(seq, std::memory_order_release);
+  return true;
+}
+
+// A proxy's link has no shared control block: its ends carry no root marks
+// and no intents (receivers' completion marks travel in its acks:
+// carriesDoneMarks).
+bool shared(const FifoEnd& e) { return e.ctl != nullptr && !e.health; }
+
+// `sent`: also the send connectors' mark (a rooted plan that finished).
+void markDone(const Plan& plan, bool sent) {
   const uint64_t seq = collectiveSeq(plan);
   if (seq == 0 || !plan.comm->id.hostMode) return;
   for (const ConnRef& c : plan.conns) {
-    if (c.recv == nullptr || !carriesDoneMarks(c.end())) continue;
-    c.end().ctl->doneSeq.store(seq, std::memory_order_release);
-    endMoved(c.end());  // a network link sends the mark back in an ack
+    if (c.recv != nullptr && carriesDoneMarks(c.end()) && mark(c.end().ctl->doneSeq, seq))
+      endMoved(c.end());  // a network link sends the mark back in an ack
+    if (c.send != nullptr && sent && shared(c.end())) mark(c.end().ctl->sentDoneSeq, seq);
   }
+}
+
+void publishIntent(const Plan& plan) {
+  if (!plan.comm->id.hostMode || plan.stamps.empty()) return;
+  for (const ConnRef& c : plan.conns)
+    if (c.recv != nullptr && shared(c.end())) fifoSetIntent(c.end().ctl, plan.stamps[0].mine);
+}
+
+// The peer of the first connector in `ends` whose `mark` is below `seq`, or
+// -1; ends whose marks do not reach this side (`reaches` false) are skipped.
+template <class Conn>
+int firstUnmarked(const std::vector<Conn*>& ends, std::atomic<uint64_t> FifoControl::*mark, uint64_t seq,
+                  bool (*reaches)(const FifoEnd&)) {
+  for (Conn* c : ends)
+    if (reaches(c->end()) && (c->end().ctl->*mark).load(std::memory_order_acquire) < seq) return c->end().peer;
+  return -1;
 }
 
 }  // namespace
@@ -125,25 +180,33 @@ void markDone(const Plan& plan) {
 // (after their fingerprints matched). Marking only at its end could wait in
 // a cycle (a group whose other task needs a rank that waits for this mark).
 void markPlanStarted(const Plan& plan) {
-  if (!completesTogether(plan)) markDone(plan);
+  if (!completesTogether(plan)) {
+    markDone(plan, false);
+    return;
+  }
+  publishIntent(plan);
 }
 
 void markPlanDone(const Plan& plan) {
-  if (completesTogether(plan)) markDone(plan);
+  if (completesTogether(plan)) markDone(plan, true);
 }
 
 int awaitedCompletion(const Plan& plan) {
   const uint64_t seq = collectiveSeq(plan);
-  for (SendConnector* s : plan.awaitDone)
-    if (carriesDoneMarks(s->end()) && s->end().ctl->doneSeq.load(std::memory_order_acquire) < seq) return s->end().peer;
-  return -1;
+  const int receiver = firstUnmarked(plan.awaitDone, &FifoControl::doneSeq, seq, carriesDoneMarks);
+  return receiver >= 0 ? receiver : firstUnmarked(plan.awaitRootDone, &FifoControl::sentDoneSeq, seq, shared);
+}
+
+bool rootsDone(const Plan& plan) {
+  return plan.awaitRootDone.empty() ||
+         firstUnmarked(plan.awaitRootDone, &FifoControl::sentDoneSeq, collectiveSeq(plan), shared) < 0;
 }
 
 bool sendsTaken(const Plan& plan) {
   if (plan.sendsClassified) {
     for (SendConnector* s : plan.unprovenSends)
       if (!s->drained()) return false;
-    return plan.awaitDone.empty() || awaitedCompletion(plan) < 0;
+    return plan.awaitDone.empty() || firstUnmarked(plan.awaitDone, &FifoControl::doneSeq, collectiveSeq(plan)) < 0;
   }
   for (const ConnRef& c : plan.conns)
     if (c.send != nullptr && !c.send->drained()) return false;

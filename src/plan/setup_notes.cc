@@ -9,16 +9,18 @@
 #include "core/log.h"
 #include "kernels/common/step_rules.h"
 #include "plan/plan.h"
+#include "transport/connection_table.h"
 
 namespace chorus {
 namespace {
 
 const char* const kNoteTag = "opnote";
 constexpr uint64_t kMagic = 0x3130544f4e504fULL;  // "OPNOT01"
-constexpr uint8_t kOps = 1, kVerdict = 2;
+constexpr uint8_t kOps = 1, kVerdict = 2, kChain = 3;
 constexpr size_t kHeader = 16;     // magic, kind, count, rank
 constexpr size_t kTaskBytes = 32;  // OpPrint, peer, padding
 constexpr size_t kMaxTasks = 64;   // a note names the first tasks of a large group only
+constexpr size_t kHopBytes = 32;   // OpPrint, from, to
 
 bool pointToPoint(const OpPrint& p) {
   const auto c = static_cast<CollType>(p.coll);
@@ -77,12 +79,89 @@ bool crossedSends(const Plan& plan, const std::vector<NoteTask>& mine, int peer,
   return true;
 }
 
-// The mismatch between the plan and one note of rank `peer`, if any.
-bool judgeOps(const Plan& plan, int peer, const uint8_t* tasks, size_t count, OpMismatchRecord* r) {
-  const int self = plan.comm->id.rank;
+std::vector<NoteTask> planTasks(const Plan& plan) {
   std::vector<NoteTask> mine;
   for (size_t k = 0; k < plan.tasks.size() && k < plan.stamps.size(); ++k)
     mine.push_back({plan.stamps[k].mine, plan.tasks[k].root});
+  return mine;
+}
+
+bool onlySends(const std::vector<NoteTask>& tasks) {
+  for (const NoteTask& t : tasks)
+    if (static_cast<CollType>(t.print.coll) != CollType::Send) return false;
+  return !tasks.empty();
+}
+
+// Longer cycles of sends. An edge a -> b: rank a waits in connection setup
+// for rank b's receiver, in a call of sends only, and b has never numbered a
+// receive from a (its first one makes that receiver). A rank b that learns
+// of such an edge while it waits in setup itself, in a call of sends only,
+// passes the chain of edges on to the ranks it waits for. b's call has no
+// receive, so it cannot make the receiver a waits for before that call
+// returns, which needs its own receivers: each edge of a chain stands as
+// long as its last one does, which its target checks. A rank that waits for
+// a rank already in the chain closes a cycle: none of these calls can
+// return, a deadlock reported like a mismatch, naming this rank's send and
+// the send of the rank it waits for (whose target goes in `root`, which a
+// send's fingerprint does not use).
+struct Hop {
+  OpPrint send;
+  int from, to;
+};
+
+std::vector<uint8_t> chainNote(int self, const std::vector<Hop>& chain) {
+  std::vector<uint8_t> note = header(kChain, chain.size(), self, chain.size() * kHopBytes);
+  for (size_t i = 0; i < chain.size(); ++i) {
+    uint8_t* h = note.data() + kHeader + i * kHopBytes;
+    std::memcpy(h, &chain[i].send, sizeof(OpPrint));
+    storeLittleEndian(h + 24, static_cast<uint32_t>(chain[i].from), 4);
+    storeLittleEndian(h + 28, static_cast<uint32_t>(chain[i].to), 4);
+  }
+  return note;
+}
+
+std::vector<Hop> noteHops(const uint8_t* hops, size_t count) {
+  std::vector<Hop> out(count);
+  for (size_t i = 0; i < count; ++i) {
+    std::memcpy(&out[i].send, hops + i * kHopBytes, sizeof(OpPrint));
+    out[i].from = static_cast<int>(loadLittleEndian(hops + i * kHopBytes + 24, 4));
+    out[i].to = static_cast<int>(loadLittleEndian(hops + i * kHopBytes + 28, 4));
+  }
+  return out;
+}
+
+// Extends `chain` (whose last edge ends at this rank) by this rank's own
+// edges: a cycle gives true with *r, else the longer chains go on.
+bool extendChain(const Plan& plan, const std::vector<Hop>& chain, OpMismatchRecord* r) {
+  const int self = plan.comm->id.rank;
+  const std::vector<NoteTask> mine = planTasks(plan);
+  const Hop& in = chain.back();
+  if (!onlySends(mine) || in.to != self || static_cast<CollType>(in.send.coll) != CollType::Send ||
+      plan.comm->opCounters.received(in.from) != 0 || chain.size() >= kMaxTasks)
+    return false;
+  const std::vector<int> waitsFor = plan.comm->conns->pendingPeers();
+  for (int target : waitsFor)
+    for (const Hop& h : chain) {
+      const NoteTask* out = findP2p(mine, CollType::Send, target);
+      if (out == nullptr || h.from != target) continue;
+      OpPrint theirs = h.send;
+      theirs.root = h.to;
+      *r = OpMismatchRecord{out->print, theirs, self, target};
+      return true;
+    }
+  for (int target : waitsFor)
+    if (const NoteTask* out = findP2p(mine, CollType::Send, target)) {
+      std::vector<Hop> longer = chain;
+      longer.push_back({out->print, self, target});
+      post(plan, target, chainNote(self, longer));
+    }
+  return false;
+}
+
+// The mismatch between the plan and one note of rank `peer`, if any.
+bool judgeOps(const Plan& plan, int peer, const uint8_t* tasks, size_t count, OpMismatchRecord* r) {
+  const int self = plan.comm->id.rank;
+  const std::vector<NoteTask> mine = planTasks(plan);
   const std::vector<NoteTask> theirs = noteTasks(tasks, count);
   for (const NoteTask& t : theirs)
     for (const NoteTask& m : mine) {
@@ -90,7 +169,9 @@ bool judgeOps(const Plan& plan, int peer, const uint8_t* tasks, size_t count, Op
       *r = OpMismatchRecord{m.print, t.print, self, peer};
       return true;
     }
-  return crossedSends(plan, mine, peer, theirs, r);
+  if (crossedSends(plan, mine, peer, theirs, r)) return true;
+  const NoteTask* in = findP2p(theirs, CollType::Send, self);
+  return in != nullptr && onlySends(theirs) && extendChain(plan, {Hop{in->print, peer, self}}, r);
 }
 
 // Reads one note; true with *r on a mismatch or a verdict.
@@ -102,6 +183,11 @@ bool judge(const Plan& plan, int peer, const std::vector<uint8_t>& b, OpMismatch
   if (b[8] == kOps && b.size() == kHeader + count * kTaskBytes) {
     *selfFound = true;
     return judgeOps(plan, peer, b.data() + kHeader, count, r);
+  }
+  if (b[8] == kChain && count > 0 && b.size() == kHeader + count * kHopBytes) {
+    *selfFound = true;
+    const std::vector<Hop> chain = noteHops(b.data() + kHeader, count);
+    return chain.back().from == peer && extendChain(plan, chain, r);
   }
   if (b[8] == kVerdict && b.size() == kHeader + sizeof(OpMismatchRecord)) {
     std::memcpy(r, b.data() + kHeader, sizeof(*r));

@@ -9,6 +9,8 @@
 // mismatch fails and sends the verdict to every rank. A rank reads notes
 // while it waits in setup (about every 50 ms) and in the executor's idle
 // checks. Matching calls cost one small message per new peer, once, at setup.
+// Ranks whose calls are sends only pass on chains of such waits (chain
+// notes), so a cycle of sends longer than two ranks is found too.
 #pragma once
 
 #include <vector>

@@ -57,6 +57,10 @@ class ConnectionTable final : public ConnectorSource {
     for (auto& [key, r] : recvs_) fn(*r);
   }
   template <class Fn>
+  void forEachSend(Fn&& fn) const {
+    for (auto& [key, s] : sends_) fn(*s);
+  }
+  template <class Fn>
   void forEachEnd(Fn&& fn) const {
     for (auto& [key, r] : recvs_) fn(r->end());
     for (auto& [key, s] : sends_) fn(s->end());

@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 
 #include "core/op_fingerprint.h"
@@ -27,6 +28,19 @@
 namespace chorus {
 
 inline constexpr uint64_t kFifoMagic = 0x43484f5255534649ull;  // "CHORUSFI"
+
+// The fingerprint of the rooted collective a receiver is in, published when
+// its plan starts: a sender whose call of the same number differs, and so
+// never posts here, finds the mismatch although no slot flows (a gather whose
+// ranks name different roots: the two roots each wait for the other;
+// findStrayWait, plan_verdict.cc). One writer, the receiving end; `version`
+// is odd while it writes, so a reader never takes half of two prints.
+struct FifoIntent {
+  alignas(64) std::atomic<uint32_t> version;
+  uint32_t pad;
+  uint64_t words[3];
+};
+static_assert(sizeof(OpPrint) == sizeof(FifoIntent::words), "an intent holds one OpPrint");
 
 struct FifoControl {
   alignas(64) std::atomic<uint64_t> tail;
@@ -46,6 +60,11 @@ struct FifoControl {
   // when its plan finished: a broadcast or reduce sender that does not hear
   // back from this peer otherwise waits for it (plan_verdict.cc, awaitDone).
   alignas(64) std::atomic<uint64_t> doneSeq;
+  // The same mark from the sender's side, set when a rooted plan finished: a
+  // scatter's receivers wait for their root's (plan_verdict.cc, awaitRootDone).
+  std::atomic<uint64_t> sentDoneSeq;
+  // What the receiver waits for (fifoSetIntent, below).
+  FifoIntent intent;
   // Slots the receiver has released, where that differs from `head` (a
   // network link frees a sender's slot once it is sent; FifoEnd::takenCounter).
   alignas(64) std::atomic<uint64_t> taken;
@@ -64,6 +83,27 @@ inline void fifoSetMismatch(FifoControl* ctl, const OpMismatchRecord& r) {
 inline bool fifoMismatch(FifoControl* ctl, OpMismatchRecord* r) {
   if (std::atomic_ref<uint32_t>(ctl->prints.verdict).load(std::memory_order_acquire) != 2) return false;
   *r = ctl->prints.mismatch;
+  return true;
+}
+
+inline void fifoSetIntent(FifoControl* ctl, const OpPrint& p) {
+  uint64_t w[3];
+  std::memcpy(w, &p, sizeof(w));
+  const uint32_t v = ctl->intent.version.load(std::memory_order_relaxed);
+  ctl->intent.version.store(v + 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  for (int i = 0; i < 3; ++i) std::atomic_ref<uint64_t>(ctl->intent.words[i]).store(w[i], std::memory_order_relaxed);
+  ctl->intent.version.store(v + 2, std::memory_order_release);
+}
+// The receiver's intent; false while it is being written or was never set.
+inline bool fifoIntent(FifoControl* ctl, OpPrint* p) {
+  const uint32_t v = ctl->intent.version.load(std::memory_order_acquire);
+  if (v == 0 || (v & 1) != 0) return false;
+  uint64_t w[3];
+  for (int i = 0; i < 3; ++i) w[i] = std::atomic_ref<uint64_t>(ctl->intent.words[i]).load(std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_acquire);
+  if (ctl->intent.version.load(std::memory_order_relaxed) != v) return false;
+  std::memcpy(p, w, sizeof(w));
   return true;
 }
 

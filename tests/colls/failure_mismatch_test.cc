@@ -13,6 +13,7 @@
 #include <chrono>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "chorus/chorus.h"
@@ -90,6 +91,22 @@ Call allReduceCall(size_t count, ncclDataType_t t, ncclRedOp_t op) {
 
 Call broadcastCall(size_t count, int root) {
   return [=](RankCtx& ctx, Buffers& b) { return broadcast(ctx, b, count, root); };
+}
+
+Call gatherCall(size_t count, int root) {
+  return [=](RankCtx& ctx, Buffers& b) {
+    return ncclGather(b.send.data(), b.recv.data(), count, ncclFloat32, root, ctx.comm, nullptr);
+  };
+}
+
+Call scatterCall(size_t count, int root) {
+  return [=](RankCtx& ctx, Buffers& b) {
+    return ncclScatter(b.send.data(), b.recv.data(), count, ncclFloat32, root, ctx.comm, nullptr);
+  };
+}
+
+Call sendCall(size_t count, int peer) {
+  return [=](RankCtx& ctx, Buffers& b) { return ncclSend(b.send.data(), count, ncclFloat32, peer, ctx.comm, nullptr); };
 }
 
 TEST(OpMismatch, FloatVersusInt32OfTheSameSize) {
@@ -205,6 +222,68 @@ TEST(OpMismatch, ThreeRanksOneSkipsAnOperation) {
     const Call warm = twice(allReduceCall(1000, ncclFloat32, ncclSum), allReduceCall(2000, ncclFloat32, ncclSum));
     expectMismatch(ctx, warm, allReduceCall(ctx.rank == 2 ? 2000 : 1000, ncclFloat32, ncclSum),
                    {"op #3", "rank 2 called AllReduce(2000 x float, sum)", "AllReduce(1000 x float, sum)"});
+  });
+}
+
+// Rank 0, 1 and 2 each send to the next as their first call, and nobody
+// receives: each waits in connection setup for a receiver that is never
+// made. The chain of setup notes closes the cycle (plan/setup_notes.cc).
+TEST(OpMismatch, FirstCallCycleOfThreeSends) {
+  onThreadsAndProcesses(3, [](RankCtx& ctx) {
+    expectMismatch(ctx, nullptr, sendCall(1000, (ctx.rank + 1) % 3),
+                   {"send #1 from rank ", "called Send(1000 x float)", "called send #1 from rank "});
+  });
+}
+
+// The same chain of sends, but its last rank calls 3 s late and then
+// receives: a late peer, not a cycle, so every call succeeds.
+void lateRankInAChainOfSends(RankCtx& ctx) {
+  const int next = (ctx.rank + 1) % 3, prev = (ctx.rank + 2) % 3;
+  std::vector<float> out(1000, static_cast<float>(ctx.rank + 1)), in(1000, 0.0f);
+  if (ctx.rank == 2) {
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+    if (!RANK_OK(ctx, ncclRecv(in.data(), in.size(), ncclFloat32, prev, ctx.comm, nullptr))) return;
+    if (!RANK_OK(ctx, ncclSend(out.data(), out.size(), ncclFloat32, next, ctx.comm, nullptr))) return;
+  } else {
+    if (!RANK_OK(ctx, ncclSend(out.data(), out.size(), ncclFloat32, next, ctx.comm, nullptr))) return;
+    if (!RANK_OK(ctx, ncclRecv(in.data(), in.size(), ncclFloat32, prev, ctx.comm, nullptr))) return;
+  }
+  if (in[0] != static_cast<float>(prev + 1) || in[999] != static_cast<float>(prev + 1))
+    ctx.fail("rank %d: received %g from rank %d, expected %d", ctx.rank, in[0], prev, prev + 1);
+}
+
+TEST(SetupNotes, LateRankInAChainOfSendsThreads) { runThreads(3, lateRankInAChainOfSends, quick()); }
+TEST(SetupNotes, LateRankInAChainOfSendsProcesses) { runProcesses(3, lateRankInAChainOfSends, quick()); }
+
+// Gather and scatter (RootedMismatch: completion marks and receivers'
+// intents live in control blocks both ends share, so not over network links).
+// Roots 0, 0, 2: two ranks each wait for the other's data and nothing flows
+// between them; rank 1's data is taken, but it waits for its root to finish.
+TEST(RootedMismatch, ThreeRanksGatherWithDifferentRoots) {
+  onThreadsAndProcesses(3, [](RankCtx& ctx) {
+    const Call warm = twice(gatherCall(1000, 0), gatherCall(1000, 2));
+    expectMismatch(ctx, warm, gatherCall(1000, ctx.rank == 2 ? 2 : 0),
+                   {"op #3", "Gather(1000 x float, root 0)", "Gather(1000 x float, root 2)"});
+  });
+}
+
+// Roots 0, 0, 2: rank 1 receives its part from rank 0 as it should, and must
+// still not succeed while ranks 0 and 2 fail.
+TEST(RootedMismatch, ThreeRanksScatterWithDifferentRoots) {
+  onThreadsAndProcesses(3, [](RankCtx& ctx) {
+    const Call warm = twice(scatterCall(1000, 0), scatterCall(1000, 2));
+    expectMismatch(ctx, warm, scatterCall(1000, ctx.rank == 2 ? 2 : 0),
+                   {"op #3", "Scatter(1000 x float, root 0)", "Scatter(1000 x float, root 2)"});
+  });
+}
+
+// Rank 0 gathers to itself, ranks 1 and 2 scatter from rank 0: every rank
+// waits to receive, nobody sends.
+TEST(RootedMismatch, GatherVersusScatter) {
+  onThreadsAndProcesses(3, [](RankCtx& ctx) {
+    const Call warm = twice(gatherCall(1000, 0), scatterCall(1000, 0));
+    expectMismatch(ctx, warm, ctx.rank == 0 ? gatherCall(1000, 0) : scatterCall(1000, 0),
+                   {"op #3", "Gather(1000 x float, root 0)", "Scatter(1000 x float, root 0)"});
   });
 }
 

@@ -162,5 +162,37 @@ TEST(OpFingerprint, FifoCarriesPrintsAndOneVerdict) {
   EXPECT_EQ(r.mine.count, 32u);
 }
 
+// A receiver's intent (FifoControl::intent): none until set, then the latest
+// print; a reader never takes one while the writer is between its halves.
+TEST(OpFingerprint, FifoCarriesTheReceiversIntent) {
+  auto mem = std::shared_ptr<void>(::operator new(fifoTotalBytes(4096, 2)), [](void* p) { ::operator delete(p); });
+  fifoInit(mem.get(), 4096, 2, 0);
+  auto* ctl = static_cast<FifoControl*>(mem.get());
+  OpPrint got;
+  EXPECT_FALSE(fifoIntent(ctl, &got));
+  fifoSetIntent(ctl, allReduce(16));
+  fifoSetIntent(ctl, allReduce(32));
+  ASSERT_TRUE(fifoIntent(ctl, &got));
+  EXPECT_EQ(got.count, 32u);
+  EXPECT_TRUE(step::printMatches(got, allReduce(32)));
+  ctl->intent.version.fetch_add(1);  // as if a write were under way
+  EXPECT_FALSE(fifoIntent(ctl, &got));
+}
+
+// A send in a cycle of sends names its own target in `root` (plan/setup_notes.cc).
+TEST(OpFingerprint, MismatchMessageForACycleOfSends) {
+  OpMismatchRecord r;
+  r.mine = makeOpPrint(CollType::Send, 1000, ncclFloat32, ReduceKind::Sum, 0, 1);
+  r.theirs = r.mine;
+  r.theirs.root = 1;
+  r.rank = 2;
+  r.peer = 0;
+  char text[300];
+  describeOpMismatch(r, text, sizeof(text));
+  EXPECT_STREQ(text,
+               "send #1 from rank 2 to rank 0: rank 2 called Send(1000 x float), rank 0 called send #1 from rank 0 to "
+               "rank 1 Send(1000 x float)");
+}
+
 }  // namespace
 }  // namespace chorus
