@@ -15,6 +15,9 @@
 #        MAXBYTES=256M FACTOR=4 ITERS=5 WARMUP=2 RATE= OUTDIR=<raw logs> SUMMARIZE=<dir>
 #        BEFORE_BIN=<dir with chorusrun, all_reduce_perf and libnccl.so.2 of another
 #        build>: also run it ("Chorus <backend> before"), alternating with the others
+#        VARIANTS="label:VAR=VAL[,VAR=VAL] ...": also run each backend with these
+#        settings ("Chorus <backend>-label"), alternating with the others, e.g.
+#        VARIANTS="noinline:CHORUS_NET_INLINE=0"
 #        MIN_MPI_RATIO=0.5: before measuring, OpenMPI's 2x1 busbw at 8 MiB must reach
 #        this fraction of iperf3's bidirectional rate on each link, else the run
 #        stops (a misconfigured OpenMPI makes every ratio against it meaningless)
@@ -32,6 +35,7 @@ SWEEP=(-b "${MINBYTES:-8}" -e "${MAXBYTES:-256M}" -f "${FACTOR:-4}" -n "${ITERS:
 RATE=${RATE:-}
 BEFORE_BIN=${BEFORE_BIN:-}
 MIN_MPI_RATIO=${MIN_MPI_RATIO:-0.5}
+VARIANTS=${VARIANTS:-}
 OUTDIR=${SUMMARIZE:-${OUTDIR:-$(mktemp -d /tmp/chorus-netcmp.XXXXXX)}}
 mkdir -p "$OUTDIR"
 PREFIX=chnc$$
@@ -40,19 +44,21 @@ MPIRUN=(mpirun --oversubscribe --allow-run-as-root --mca btl tcp,self)
 
 die() { echo "run_net_compare: $*" >&2; exit 1; }
 
-chorus_job() {  # link layout backend out [bin dir]
+chorus_job() {  # link layout backend out [bin dir] [VAR=VAL,...]
   local link=$1 nn=${2%x*} per=${2#*x} net=$3 out=$4 bin=${5:-$BIN} i pids=()
+  local -a extra=()
+  [ -n "${6:-}" ] && IFS=, read -r -a extra <<<"$6"
   local port=$((20000 + RANDOM % 20000))
   local libpath="$bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   for ((i = 0; i < nn; i++)); do
     local -a cmd=("$bin/chorusrun" -n "$per" --nnodes "$nn" --node-rank "$i")
     if [ "$link" = lo ]; then
-      env CHORUS_MODE=host NCCL_NET=$net NCCL_HOSTID="node$i" NCCL_SOCKET_IFNAME=lo UCX_TLS=tcp,self UCX_NET_DEVICES=lo \
+      env "${extra[@]}" CHORUS_MODE=host NCCL_NET=$net NCCL_HOSTID="node$i" NCCL_SOCKET_IFNAME=lo UCX_TLS=tcp,self UCX_NET_DEVICES=lo \
         LD_LIBRARY_PATH="$libpath" timeout 900 "${cmd[@]}" --master "127.0.0.1:$port" "$bin/all_reduce_perf" \
         "${SWEEP[@]}" -d float >"$out.node$i" 2>&1 &
     else
       CHORUS_MODE=host NCCL_NET=$net NCCL_SOCKET_IFNAME=cnet0 UCX_TLS=tcp,self UCX_NET_DEVICES=cnet0 \
-        LD_LIBRARY_PATH="$libpath" netns_run "$PREFIX" "$i" timeout 900 \
+        LD_LIBRARY_PATH="$libpath" netns_run "$PREFIX" "$i" env "${extra[@]}" timeout 900 \
         "${cmd[@]}" --master "$(netns_addr "$PREFIX" 0):$port" "$bin/all_reduce_perf" "${SWEEP[@]}" -d float \
         >"$out.node$i" 2>&1 &
     fi
@@ -145,6 +151,11 @@ if [ -z "${SUMMARIZE:-}" ]; then
         for net in $BACKENDS; do
           echo "run_net_compare: rep $rep, $link, $layout, chorus $net" >&2
           chorus_job "$link" "$layout" "$net" "$OUTDIR/chorus-${net}_${link}_${layout}_r$rep.txt"
+          for variant in $VARIANTS; do
+            echo "run_net_compare: rep $rep, $link, $layout, chorus $net (${variant%%:*}: ${variant#*:})" >&2
+            chorus_job "$link" "$layout" "$net" "$OUTDIR/chorus-${net}-${variant%%:*}_${link}_${layout}_r$rep.txt" \
+              "$BIN" "${variant#*:}"
+          done
           if [ -n "$BEFORE_BIN" ]; then
             echo "run_net_compare: rep $rep, $link, $layout, chorus $net (before: $BEFORE_BIN)" >&2
             chorus_job "$link" "$layout" "$net" "$OUTDIR/chorus-${net}-before_${link}_${layout}_r$rep.txt" "$BEFORE_BIN"
@@ -162,11 +173,13 @@ echo "run_net_compare: raw logs in $OUTDIR (load average $(cat "$OUTDIR/load_at_
 $(cat "$OUTDIR/load_at_end.txt" 2>/dev/null) at end)" >&2
 before=
 [ -n "$BEFORE_BIN" ] || ls "$OUTDIR"/chorus-*-before_* >/dev/null 2>&1 && before=1
-python3 - "$OUTDIR" "$LINKS" "$LAYOUTS" "$BACKENDS" "$RATE" "$before" <<'PY'
+python3 - "$OUTDIR" "$LINKS" "$LAYOUTS" "$BACKENDS" "$RATE" "$before" "$VARIANTS" <<'PY'
 import glob, json, os, statistics, sys
 outdir, links, layouts, backends, rate = sys.argv[1], sys.argv[2].split(), sys.argv[3].split(), sys.argv[4].split(), sys.argv[5]
+labels = [v.split(":", 1)[0] for v in sys.argv[7].split()]
 if sys.argv[6]:
-    backends = [x for b in backends for x in (b, b + "-before")]
+    labels.append("before")
+backends = [x for b in backends for x in [b] + [f"{b}-{l}" for l in labels]]
 
 def rows(path, col=7):  # busbw (col 7) or out-of-place time in us (col 5)
     out = {}
@@ -212,7 +225,7 @@ for link in links:
           f"**{fmt(bi)} GB/s** each way (an all-reduce sends and receives at the same time).\n")
     for layout in layouts:
         libs = [f"chorus-{b}" for b in backends] + ["openmpi"]
-        names = {f"chorus-{b}": f"Chorus {b.replace('-before', ' before')}" for b in backends} | {"openmpi": "OpenMPI tcp"}
+        names = {f"chorus-{b}": f"Chorus {b.replace('-', ' ')}" for b in backends} | {"openmpi": "OpenMPI tcp"}
         ours = [l for l in libs if l != "openmpi"]
         def medians(col):
             data = {}
