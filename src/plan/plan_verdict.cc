@@ -206,7 +206,8 @@ bool sendsTaken(const Plan& plan) {
   if (plan.sendsClassified) {
     for (SendConnector* s : plan.unprovenSends)
       if (!s->drained()) return false;
-    return plan.awaitDone.empty() || firstUnmarked(plan.awaitDone, &FifoControl::doneSeq, collectiveSeq(plan)) < 0;
+    return plan.awaitDone.empty() ||
+           firstUnmarked(plan.awaitDone, &FifoControl::doneSeq, collectiveSeq(plan), carriesDoneMarks) < 0;
   }
   for (const ConnRef& c : plan.conns)
     if (c.send != nullptr && !c.send->drained()) return false;
