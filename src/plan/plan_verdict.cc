@@ -146,14 +146,18 @@ bool mark(std::atomic<uint64_t>& at, uint64_t seq) {
 // carriesDoneMarks).
 bool shared(const FifoEnd& e) { return e.ctl != nullptr && !e.health; }
 
-// `sent`: also the send connectors' mark (a rooted plan that finished).
-void markDone(const Plan& plan, bool sent) {
+// `finished`: a rooted plan that finished, whose peers wait for its marks:
+// also the send connectors' mark, and a network link sends the receivers'
+// mark back at once. A plan that marks when it starts lets the mark ride on
+// the link's next ack (it acks the slots this plan takes): nobody waits on
+// it alone, and an ack per call would be a second message per slot.
+void markDone(const Plan& plan, bool finished) {
   const uint64_t seq = collectiveSeq(plan);
   if (seq == 0 || !plan.comm->id.hostMode) return;
   for (const ConnRef& c : plan.conns) {
-    if (c.recv != nullptr && carriesDoneMarks(c.end()) && mark(c.end().ctl->doneSeq, seq))
-      endMoved(c.end());  // a network link sends the mark back in an ack
-    if (c.send != nullptr && sent && shared(c.end())) mark(c.end().ctl->sentDoneSeq, seq);
+    if (c.recv != nullptr && carriesDoneMarks(c.end()) && mark(c.end().ctl->doneSeq, seq) && finished)
+      endMoved(c.end());
+    if (c.send != nullptr && finished && shared(c.end())) mark(c.end().ctl->sentDoneSeq, seq);
   }
 }
 

@@ -67,7 +67,14 @@ struct NetLink {
   // that recent the executor is waiting on the link and moves what arrives,
   // so the proxy does not wake for the link's descriptors.
   std::atomic<int64_t> inlineAtNs{0};
+  // Set by an inline step that left the proxy work (or found the link held):
+  // the proxy steps the link on its next pass even while the executor is there.
+  std::atomic<bool> proxyWanted{false};
   bool movesInline() const { return mover.move != nullptr; }
+  // The executor stepped the link since `sinceNs` (and is likely to again).
+  bool executorPresent(int64_t sinceNs) const {
+    return movesInline() && inlineAtNs.load(std::memory_order_relaxed) >= sinceNs;
+  }
 
   // Link state (under moveMu).
   uint64_t posted = 0;
@@ -114,9 +121,8 @@ void hurryDrain(NetLink& link, std::chrono::steady_clock::time_point deadline);
 // Adds the descriptors whose readiness is the only thing `link` waits for
 // (net_wake.h). False when the link needs timed polling instead (its
 // backend has no descriptors, it is being set up or drained, a kernel
-// drives it). A link whose executor stepped it since `presentSinceNs` adds
-// none and sets *executorPresent (the proxy then looks again soon).
-bool linkPollFds(const NetLink& link, int64_t presentSinceNs, std::vector<pollfd>* fds, bool* executorPresent);
+// drives it).
+bool linkPollFds(const NetLink& link, std::vector<pollfd>* fds);
 // Closes the backend connections (proxy thread).
 void closeLink(NetLink& link);
 // Whether the executor's thread may step `link` itself (the backend may be

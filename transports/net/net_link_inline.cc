@@ -19,6 +19,11 @@
 namespace chorus {
 namespace {
 
+void handToProxy(NetLink& link) {
+  link.proxyWanted.store(true, std::memory_order_release);
+  netProxyKick();
+}
+
 // What an inline step leaves that the proxy must look at now: the proxy may
 // be asleep on descriptors chosen before this step, or on a timer.
 bool proxyMustLook(const NetLink& link, bool hadReceives) {
@@ -44,7 +49,7 @@ bool stepInline(NetLink& link) {
     link.failed = true;
     link.health->setFailed(res, (link.label + ": " + lastErrorMessage()).c_str());
   }
-  if (proxyMustLook(link, hadReceives)) netProxyKick();
+  if (proxyMustLook(link, hadReceives)) handToProxy(link);
   restoreLastError(saved);
   return progressed;
 }
@@ -53,7 +58,7 @@ bool moveInline(InlineMover* m) {
   NetLink& link = *static_cast<NetLink::Mover*>(m)->link;
   std::unique_lock<std::mutex> lock(link.moveMu, std::try_to_lock);
   if (!lock.owns_lock()) {
-    netProxyKick();  // the proxy is stepping it: make sure it looks once more
+    handToProxy(link);  // the proxy is stepping it: make sure it looks once more
     return false;
   }
   if (!link.movable || link.failed) return false;

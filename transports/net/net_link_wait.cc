@@ -16,13 +16,9 @@ bool addFd(NetPollFdFn fn, void* comm, std::vector<pollfd>* fds) {
 
 }  // namespace
 
-bool linkPollFds(const NetLink& link, int64_t presentSinceNs, std::vector<pollfd>* fds, bool* executorPresent) {
+bool linkPollFds(const NetLink& link, std::vector<pollfd>* fds) {
   if (link.failed || link.verdictSeen) return true;  // nothing moves on it any more
   if (link.kernelDriven || link.draining || link.comm == nullptr || link.listenComm != nullptr) return false;
-  if (link.movesInline() && link.inlineAtNs.load(std::memory_order_relaxed) >= presentSinceNs) {
-    *executorPresent = true;
-    return true;
-  }
   const NetPollFdFn fn = netPollFdFor(link.net);
   if (fn == nullptr) return false;
   if (link.framed()) {

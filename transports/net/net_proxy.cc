@@ -66,6 +66,22 @@ constexpr std::chrono::microseconds kFdWaitAfter(64);
 // arrives; waking for it too would only take a core from it).
 constexpr std::chrono::microseconds kExecutorPresent(500);
 
+// Takes a link for one pass of the proxy. A link its executor moves inline
+// is left to it while the executor is there (unless it handed work over)
+// and skipped while the executor holds it, so the two never queue on the
+// lock; every other link is simply locked.
+bool lockForPass(NetLink& l, int64_t presentSince, std::unique_lock<std::mutex>& lock) {
+  if (!l.movesInline()) {
+    lock.lock();
+    return true;
+  }
+  const bool wanted = l.proxyWanted.exchange(false, std::memory_order_acq_rel);
+  if (!wanted && !l.retired.load(std::memory_order_acquire) && l.executorPresent(presentSince)) return false;
+  if (lock.try_lock()) return true;
+  if (wanted) l.proxyWanted.store(true, std::memory_order_release);
+  return false;
+}
+
 bool allMovedInline(const std::vector<std::shared_ptr<NetLink>>& links) {
   return std::all_of(links.begin(), links.end(), [](const auto& l) { return l->movesInline(); });
 }
@@ -274,9 +290,15 @@ void NetProxy::failAll(std::vector<std::shared_ptr<NetLink>>& links, ncclResult_
 bool NetProxy::pass(std::vector<std::shared_ptr<NetLink>>& links, bool* busy) {
   passes_.fetch_add(1, std::memory_order_relaxed);
   bool progressed = false;
+  const int64_t presentSince = nowNs() - std::chrono::nanoseconds(kExecutorPresent).count();
   for (size_t i = 0; i < links.size();) {
     NetLink& l = *links[i];
-    std::unique_lock<std::mutex> linkLock(l.moveMu);
+    std::unique_lock<std::mutex> linkLock(l.moveMu, std::defer_lock);
+    if (!lockForPass(l, presentSince, linkLock)) {
+      *busy = true;  // its executor moves it; look again soon
+      ++i;
+      continue;
+    }
     stepLink(l, &progressed, busy);
     if (!l.retired.load(std::memory_order_acquire)) {
       ++i;
@@ -328,8 +350,17 @@ void NetProxy::waitForWork(std::chrono::microseconds limit, std::vector<std::sha
   pollFds_.clear();
   if (allFds) pollFds_.push_back(pollfd{wakeFd_, POLLIN, 0});
   for (size_t i = 0; i < links.size() && allFds; ++i) {
-    std::lock_guard<std::mutex> linkLock(links[i]->moveMu);
-    allFds = linkPollFds(*links[i], presentSince, &pollFds_, &present);
+    NetLink& l = *links[i];
+    if (l.proxyWanted.load(std::memory_order_acquire)) return;  // handed over: no sleep
+    // A link its executor is moving adds no descriptors: that executor takes
+    // what arrives, and the proxy looks again after kExecutorPresent.
+    std::unique_lock<std::mutex> linkLock(l.moveMu, std::defer_lock);
+    if (l.movesInline() && (l.executorPresent(presentSince) || !linkLock.try_lock())) {
+      present = true;
+      continue;
+    }
+    if (!linkLock.owns_lock()) linkLock.lock();
+    allFds = linkPollFds(l, &pollFds_);
   }
   if (!allFds) {
     std::unique_lock<std::mutex> lock(mu_);
