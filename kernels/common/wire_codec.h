@@ -63,18 +63,21 @@ CHORUS_HD CHORUS_INLINE uint64_t pieceElemsFor(Format f, uint32_t nativeBytes, u
 
 // Runs f(i) for i < n. On the host a whole block's loop has a constant trip
 // count, so it vectorizes even under -O2's cheapest cost model; only a
-// shard's last block takes the counted loop. The device pass keeps the
-// counted loop alone: nvcc would unroll every constant 256-trip loop in full
-// (minutes of compile time, several times the code).
+// shard's last block takes the counted loop. The device pass limits
+// unrolling: nvcc would unroll every 256-trip loop in full (minutes of
+// compile time, several times the code).
 template <typename F>
 CHORUS_HD CHORUS_INLINE void forBlock(uint32_t n, F&& f) {
-#if !CHORUS_DEVICE_PASS
+#if CHORUS_DEVICE_PASS
+#pragma unroll 4
+  for (uint32_t i = 0; i < n; ++i) f(i);
+#else
   if (n == kWireBlockElems) {
     for (uint32_t i = 0; i < kWireBlockElems; ++i) f(i);
     return;
   }
-#endif
   for (uint32_t i = 0; i < n; ++i) f(i);
+#endif
 }
 
 namespace detail {
