@@ -19,6 +19,18 @@
 #endif
 #endif
 
+// Pointer parameters of the block loops that never alias another pointer of
+// the same call, so the loops vectorize without run-time overlap checks.
+#define CHORUS_RESTRICT __restrict__
+
+// A lambda called per element inside a loop: inlined so the loop body is
+// straight-line code (nvcc inlines device lambdas by itself).
+#if !defined(__CUDACC__) && (defined(__GNUC__) || defined(__clang__))
+#define CHORUS_LAMBDA_INLINE __attribute__((always_inline))
+#else
+#define CHORUS_LAMBDA_INLINE
+#endif
+
 // True while compiling device code (nvcc's device pass).
 #if defined(__CUDA_ARCH__)
 #define CHORUS_DEVICE_PASS 1

@@ -64,6 +64,14 @@ CHORUS_HD CHORUS_INLINE float bitsFloat(uint32_t u) {
 #endif
 }
 
+// c ? a : b as a bit blend. Both values are computed whatever c is, so the
+// compiler cannot move a (possibly trapping) floating-point operation into a
+// branch, which would keep a loop over the select from vectorizing.
+CHORUS_HD CHORUS_INLINE uint32_t selectBits(bool c, uint32_t a, uint32_t b) {
+  const uint32_t m = 0u - uint32_t(c);
+  return (a & m) | (b & ~m);
+}
+
 // v / 2^shift rounded to nearest, ties to even; 1 <= shift <= 31.
 CHORUS_HD CHORUS_INLINE uint32_t shiftRoundEven(uint32_t v, int shift) {
   const uint32_t q = v >> shift;
@@ -138,12 +146,23 @@ CHORUS_HD CHORUS_INLINE fp8e4m3_t floatToFp8e4m3(float f) {
   asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(pair) : "f"(0.0f), "f"(f));
   return fp8e4m3_t{uint8_t(pair & 0xffu)};
 #endif
+  // Branch-free (every case computed, then selected), so loops over it
+  // vectorize; the same results as encodeMagnitude<3, 7> on each range
+  // (checked for every fp32 input).
   const uint32_t u = fp::floatBits(f);
   const uint32_t sign = (u >> 24) & 0x80u;
   const uint32_t a = u & 0x7fffffffu;
-  if (a > 0x7f800000u) return fp8e4m3_t{uint8_t(sign | 0x7fu)};
-  if (a > 0x43e00000u) return fp8e4m3_t{uint8_t(sign | 0x7eu)};  // > 448, inf included
-  return fp8e4m3_t{uint8_t(sign | fp::encodeMagnitude<3, 7>(a))};
+  // Normal results (a >= 2^-6): 20 mantissa bits dropped to nearest even, the
+  // exponent rebiased from 127 to 7; a carry out of the mantissa bumps it.
+  const uint32_t normal = ((a + 0x7ffffu + ((a >> 20) & 1u)) >> 20) - (120u << 3);
+  // Subnormal results (a < 2^-6): units of 2^-9. Adding 2^14 (whose ulp is
+  // 2^-9) makes the fp32 adder round to nearest even; the low bits are the
+  // code, 8 when it rounds up to the smallest normal. fp32 denormals give 0.
+  const uint32_t sub = fp::floatBits(fp::bitsFloat(a) + 16384.0f) - 0x46800000u;
+  uint32_t code = fp::selectBits(a < 0x3c800000u, sub, normal);
+  code = fp::selectBits(a > 0x43e00000u, 0x7eu, code);  // > 448, inf included: saturate
+  code = fp::selectBits(a > 0x7f800000u, 0x7fu, code);  // NaN
+  return fp8e4m3_t{uint8_t(sign | code)};
 }
 
 CHORUS_HD CHORUS_INLINE fp8e5m2_t floatToFp8e5m2(float f) {
@@ -186,10 +205,14 @@ CHORUS_HD CHORUS_INLINE float fp8e4m3ToFloat(fp8e4m3_t v) {
   asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(halves) : "h"(uint16_t(v.bits)));
   return halfToFloat(half_t{uint16_t(halves & 0xffffu)});
 #endif
+  // Branch-free like the encoder; the same values as decodeMagnitude<3, 7>.
   const uint32_t sign = uint32_t(v.bits & 0x80u) << 24;
   const uint32_t a = v.bits & 0x7fu;
-  if (a == 0x7f) return fp::bitsFloat(sign | 0x7fc00000u);
-  return fp::bitsFloat(sign | fp::floatBits(fp::decodeMagnitude<3, 7>(a >> 3, a & 7u)));
+  const uint32_t normal = (a << 20) + (120u << 23);                      // exponent rebiased 7 -> 127
+  const uint32_t sub = fp::floatBits(float(int32_t(a)) * 0.001953125f);  // a units of 2^-9, exact
+  uint32_t bits = fp::selectBits(a < 8u, sub, normal);
+  bits = fp::selectBits(a == 0x7fu, 0x7fc00000u, bits);
+  return fp::bitsFloat(sign | bits);
 }
 
 // e5m2 is the upper byte of a binary16 value with the same meaning.

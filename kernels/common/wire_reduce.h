@@ -43,26 +43,29 @@ CHORUS_HD CHORUS_INLINE float feedback(float exact, float sent) {
 // `out`; returns the bytes written. With `residual` (compressed only), the
 // block sent is Q(x + residual) and residual becomes what Q lost.
 template <typename T, typename Fn>
-CHORUS_HD CHORUS_INLINE uint32_t sendBlock(Format f, const Fn& fn, bool preMul, const T* x, float* residual, uint32_t n,
-                                           uint8_t* out) {
+CHORUS_HD CHORUS_INLINE uint32_t sendBlock(Format f, const Fn& fn, bool preMul, const T* CHORUS_RESTRICT x,
+                                           float* CHORUS_RESTRICT residual, uint32_t n, uint8_t* CHORUS_RESTRICT out) {
   using C = ComputeOf<T>;
   if (f == Format::Native) {
     if (!preMul) {
       memcpy(out, x, n * sizeof(T));
       return n * uint32_t(sizeof(T));
     }
-    for (uint32_t i = 0; i < n; ++i) {
+    forBlock(n, [&](uint32_t i) CHORUS_LAMBDA_INLINE {
       const C v = fn.preOp(ElemTraits<T>::widen(x[i]));
       memcpy(out + i * sizeof(C), &v, sizeof(C));
-    }
+    });
     return n * uint32_t(sizeof(C));
   }
   if constexpr (std::is_same_v<C, float>) {
     float v[kWireBlockElems], d[kWireBlockElems];
-    for (uint32_t i = 0; i < n; ++i) v[i] = ElemTraits<T>::widen(x[i]) + (residual ? residual[i] : 0.0f);
-    const uint32_t bytes = encodeBlock(f, v, n, out, residual ? d : nullptr);
+    // Without a residual, + 0 still turns a -0 into +0, as a zero residual does.
     if (residual)
-      for (uint32_t i = 0; i < n; ++i) residual[i] = detail::feedback(v[i], d[i]);
+      forBlock(n, [&](uint32_t i) CHORUS_LAMBDA_INLINE { v[i] = ElemTraits<T>::widen(x[i]) + residual[i]; });
+    else
+      forBlock(n, [&](uint32_t i) CHORUS_LAMBDA_INLINE { v[i] = ElemTraits<T>::widen(x[i]) + 0.0f; });
+    const uint32_t bytes = encodeBlock(f, v, n, out, residual ? d : nullptr);
+    if (residual) forBlock(n, [&](uint32_t i) CHORUS_LAMBDA_INLINE { residual[i] = detail::feedback(v[i], d[i]); });
     return bytes;
   }
   return 0;
@@ -73,7 +76,8 @@ CHORUS_HD CHORUS_INLINE uint32_t sendBlock(Format f, const Fn& fn, bool preMul, 
 // result's encoding for the gather phase (`outBytes` its size). The owner's
 // output `y` is what every rank decodes from `out` (or the result rounded to
 // T without a gather phase). `lossScale`: nranks for an average, else 1 (the
-// result's quantization loss in units of one contribution).
+// result's quantization loss in units of one contribution). `residual`, `y`
+// and `out` overlap neither each other nor the inputs.
 template <typename T>
 struct OwnerBlock {
   Format format;
@@ -89,72 +93,96 @@ struct OwnerBlock {
   float lossScale;
 };
 
-// The rank-r contribution (compute type) to element i of the block.
+// Rank r's contributions (compute type) to the block, into v.
 template <typename T, typename Fn>
-CHORUS_HD CHORUS_INLINE ComputeOf<T> contribution(const OwnerBlock<T>& b, const Fn& fn, int r, uint32_t i,
-                                                  const float* decoded) {
+CHORUS_HD CHORUS_INLINE void contributions(const OwnerBlock<T>& b, const Fn& fn, int r,
+                                           ComputeOf<T>* CHORUS_RESTRICT v) {
   using C = ComputeOf<T>;
+  const uint32_t n = b.n;
   if (r == b.self) {
-    C v = fn.preOp(ElemTraits<T>::widen(b.x[i]));
-    if constexpr (std::is_same_v<C, float>)
-      if (b.residual) v += b.residual[i];
-    return v;
-  }
-  if (b.format != Format::Native) return C(decoded[i]);
-  if (b.preMul) {
-    C v;
-    memcpy(&v, b.in[r] + i * sizeof(C), sizeof(C));
-    return v;
-  }
-  T v;
-  memcpy(&v, b.in[r] + i * sizeof(T), sizeof(T));
-  return ElemTraits<T>::widen(v);
-}
-
-template <typename T, typename Fn>
-CHORUS_HD CHORUS_INLINE void ownerBlock(OwnerBlock<T>& b, const Fn& fn) {
-  using C = ComputeOf<T>;
-  C acc[kWireBlockElems];
-  float decoded[kWireBlockElems];
-  for (int r = 0; r < b.nranks; ++r) {
-    if (r != b.self && b.format != Format::Native) decodeBlock<false>(b.format, b.in[r], b.n, decoded);
-    for (uint32_t i = 0; i < b.n; ++i) {
-      const C v = contribution(b, fn, r, i, decoded);
-      acc[i] = r == 0 ? v : fn.combine(acc[i], v);
+    const T* CHORUS_RESTRICT x = b.x;
+    forBlock(n, [&](uint32_t i) CHORUS_LAMBDA_INLINE { v[i] = fn.preOp(ElemTraits<T>::widen(x[i])); });
+    if constexpr (std::is_same_v<C, float>) {
+      const float* CHORUS_RESTRICT res = b.residual;
+      if (res) forBlock(n, [&](uint32_t i) CHORUS_LAMBDA_INLINE { v[i] += res[i]; });
     }
+    return;
   }
-  if (b.post)
-    for (uint32_t i = 0; i < b.n; ++i) acc[i] = fn.postOp(acc[i]);
-  b.outBytes = 0;
+  const uint8_t* CHORUS_RESTRICT in = b.in[r];
   if constexpr (std::is_same_v<C, float>) {
     if (b.format != Format::Native) {
-      if (b.out) b.outBytes = encodeBlock(b.format, acc, b.n, b.out, decoded);
-      for (uint32_t i = 0; i < b.n; ++i) {
-        b.y[i] = ElemTraits<T>::narrow(b.out ? decoded[i] : acc[i]);
-        if (b.residual)
-          b.residual[i] = b.out ? detail::feedback(acc[i], ElemTraits<T>::widen(b.y[i])) * b.lossScale : 0.0f;
-      }
+      decodeBlock<false>(b.format, in, n, v);
       return;
     }
   }
-  for (uint32_t i = 0; i < b.n; ++i) b.y[i] = ElemTraits<T>::narrow(acc[i]);
-  if (b.out) {
-    memcpy(b.out, b.y, b.n * sizeof(T));
-    b.outBytes = b.n * uint32_t(sizeof(T));
+  if (b.preMul) {
+    memcpy(v, in, n * sizeof(C));
+    return;
   }
+  forBlock(n, [&](uint32_t i) CHORUS_LAMBDA_INLINE {
+    T e;
+    memcpy(&e, in + i * sizeof(T), sizeof(T));
+    v[i] = ElemTraits<T>::widen(e);
+  });
+}
+
+// The owner's result from the combined block `acc`: y, the gather phase's
+// encoding and the residual. `scratch`: room for one decoded block.
+template <typename T>
+CHORUS_HD CHORUS_INLINE void ownerResult(OwnerBlock<T>& b, const ComputeOf<T>* CHORUS_RESTRICT acc,
+                                         ComputeOf<T>* CHORUS_RESTRICT scratch, T* CHORUS_RESTRICT y) {
+  const uint32_t n = b.n;
+  b.outBytes = 0;
+  if constexpr (std::is_same_v<ComputeOf<T>, float>) {
+    if (b.format != Format::Native) {
+      if (b.out) b.outBytes = encodeBlock(b.format, acc, n, b.out, scratch);
+      const float* CHORUS_RESTRICT result = b.out ? scratch : acc;
+      forBlock(n, [&](uint32_t i) CHORUS_LAMBDA_INLINE { y[i] = ElemTraits<T>::narrow(result[i]); });
+      float* CHORUS_RESTRICT res = b.residual;
+      const float scale = b.lossScale;
+      if (res && b.out)
+        forBlock(n, [&](uint32_t i) CHORUS_LAMBDA_INLINE {
+          res[i] = detail::feedback(acc[i], ElemTraits<T>::widen(y[i])) * scale;
+        });
+      else if (res)
+        forBlock(n, [&](uint32_t i) CHORUS_LAMBDA_INLINE { res[i] = 0.0f; });
+      return;
+    }
+  }
+  forBlock(n, [&](uint32_t i) CHORUS_LAMBDA_INLINE { y[i] = ElemTraits<T>::narrow(acc[i]); });
+  if (b.out) {
+    memcpy(b.out, y, n * sizeof(T));
+    b.outBytes = n * uint32_t(sizeof(T));
+  }
+}
+
+// The owner's combine in rank order 0..n-1, then avg's division, then the result.
+template <typename T, typename Fn>
+CHORUS_HD CHORUS_INLINE void ownerBlock(OwnerBlock<T>& b, const Fn& fn) {
+  using C = ComputeOf<T>;
+  C acc[kWireBlockElems], v[kWireBlockElems];
+  for (int r = 0; r < b.nranks; ++r) {
+    contributions(b, fn, r, r == 0 ? acc : v);
+    if (r > 0) forBlock(b.n, [&](uint32_t i) CHORUS_LAMBDA_INLINE { acc[i] = fn.combine(acc[i], v[i]); });
+  }
+  if (b.post) forBlock(b.n, [&](uint32_t i) CHORUS_LAMBDA_INLINE { acc[i] = fn.postOp(acc[i]); });
+  ownerResult(b, acc, v, b.y);
 }
 
 // A gathered block of the result, decoded into the output; returns the bytes read.
 template <typename T>
-CHORUS_HD CHORUS_INLINE uint32_t gatherBlock(Format f, const uint8_t* in, uint32_t n, T* y) {
+CHORUS_HD CHORUS_INLINE uint32_t gatherBlock(Format f, const uint8_t* CHORUS_RESTRICT in, uint32_t n,
+                                             T* CHORUS_RESTRICT y) {
   if (f == Format::Native) {
     memcpy(y, in, n * sizeof(T));
     return n * uint32_t(sizeof(T));
   }
-  if constexpr (std::is_same_v<ComputeOf<T>, float>) {
+  if constexpr (std::is_same_v<T, float>) {
+    return decodeBlock<false>(f, in, n, y);  // straight into the output
+  } else if constexpr (std::is_same_v<ComputeOf<T>, float>) {
     float d[kWireBlockElems];
     const uint32_t bytes = decodeBlock<false>(f, in, n, d);
-    for (uint32_t i = 0; i < n; ++i) y[i] = ElemTraits<T>::narrow(d[i]);
+    forBlock(n, [&](uint32_t i) CHORUS_LAMBDA_INLINE { y[i] = ElemTraits<T>::narrow(d[i]); });
     return bytes;
   }
   return 0;

@@ -1,8 +1,8 @@
 // One piece of a direct reduction's step (plan_wire.cc, docs/wire.md) on a
 // CPU thread. The arithmetic is kernels/common/wire_reduce.h's, block by
 // block, straight between the user's buffers and the connector slots (no
-// pass over the buffer of its own); what is here is waiting for the
-// connectors and walking the blocks of a piece.
+// pass over the buffer of its own), through wire_blocks.h's loops; what is
+// here is waiting for the connectors and handing them the piece.
 #include "host/wire_exec.h"
 
 #include <algorithm>
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/comm.h"
-#include "host/host_reduce_kernels.h"
+#include "host/wire_blocks.h"
 #include "kernels/common/step_rules.h"
 #include "kernels/common/wire_reduce.h"
 #include "plan/lane_failure.h"
@@ -19,8 +19,8 @@
 namespace chorus {
 namespace {
 
-using wire::Format;
-using wire::kWireBlockElems;
+// Bytes per element of the task's type.
+size_t elemBytes(const host::WirePiece& w) { return typeSize(w.type); }
 
 int rankOf(const Plan& plan) { return plan.comm ? plan.comm->id.rank : -1; }
 int laneIndex(const Plan& plan, const Lane& lane) { return static_cast<int>(&lane - plan.lanes.data()); }
@@ -47,63 +47,6 @@ Slot checkReceive(const Plan& plan, const Lane& lane, RecvConnector* in, uint64_
   return Slot::Ok;
 }
 
-// The typed work of one piece; T is the task's element type, Fn its functor.
-template <typename T, typename Fn>
-struct PieceWork {
-  const Task& task;
-  const Fn& fn;
-  Format format;
-  bool preMul;
-  uint64_t n;  // elements of the piece
-
-  uint32_t blockAt(uint64_t i) const { return static_cast<uint32_t>(std::min<uint64_t>(kWireBlockElems, n - i)); }
-
-  uint32_t send(const T* x, float* residual, uint8_t* out) const {
-    uint32_t bytes = 0;
-    for (uint64_t i = 0; i < n; i += kWireBlockElems)
-      bytes += wire::sendBlock(format, fn, preMul, x + i, residual ? residual + i : nullptr, blockAt(i), out + bytes);
-    return bytes;
-  }
-
-  uint32_t gather(const uint8_t* in, T* y) const {
-    uint32_t bytes = 0;
-    for (uint64_t i = 0; i < n; i += kWireBlockElems) bytes += wire::gatherBlock(format, in + bytes, blockAt(i), y + i);
-    return bytes;
-  }
-
-  // `in[r]`: rank r's slot (null for self); advanced block by block.
-  uint32_t own(int nranks, int self, std::vector<const uint8_t*>& in, const T* x, float* residual, T* y,
-               uint8_t* out) const {
-    const uint64_t inBlock = wire::encodedBytes(format, wire::nativeScatterBytes<T>(preMul), kWireBlockElems);
-    wire::OwnerBlock<T> b{format,
-                          preMul,
-                          task.spec.kind == ReduceKind::SumPostDiv,
-                          nranks,
-                          self,
-                          in.data(),
-                          nullptr,
-                          nullptr,
-                          0,
-                          nullptr,
-                          nullptr,
-                          0,
-                          task.spec.kind == ReduceKind::SumPostDiv ? float(task.spec.divisor) : 1.0f};
-    uint32_t bytes = 0;
-    for (uint64_t i = 0; i < n; i += kWireBlockElems) {
-      b.x = x + i;
-      b.residual = residual ? residual + i : nullptr;
-      b.n = blockAt(i);
-      b.y = y + i;
-      b.out = out ? out + bytes : nullptr;
-      wire::ownerBlock(b, fn);
-      bytes += b.outBytes;
-      for (int r = 0; r < nranks; ++r)
-        if (in[static_cast<size_t>(r)]) in[static_cast<size_t>(r)] += inBlock;
-    }
-    return bytes;
-  }
-};
-
 struct PieceCtx {
   const Plan& plan;
   Lane& lane;
@@ -112,33 +55,31 @@ struct PieceCtx {
   ncclResult_t* err;
 };
 
-template <typename T, typename Fn>
-bool sendPiece(const PieceCtx& c, const PieceWork<T, Fn>& w) {
+bool sendPiece(const PieceCtx& c, const host::WirePiece& w) {
   SendConnector* out = c.plan.conns[c.seg.conn[1]].send;
   if (!out->ready()) return false;
   const sched::StepDesc& d = c.lane.active.desc;
   float* residual = c.task.wire.residual ? c.task.wire.residual + d.srcOff : nullptr;
-  const uint32_t bytes =
-      w.send(static_cast<const T*>(c.seg.src) + d.srcOff, residual, reinterpret_cast<uint8_t*>(out->slot()));
+  const uint32_t bytes = host::wireSend(w, static_cast<const char*>(c.seg.src) + d.srcOff * elemBytes(w), residual,
+                                        reinterpret_cast<uint8_t*>(out->slot()));
   out->post(bytes, c.lane.active.stamp->mine);
   return true;
 }
 
-template <typename T, typename Fn>
-bool gatherPiece(const PieceCtx& c, const PieceWork<T, Fn>& w) {
+bool gatherPiece(const PieceCtx& c, const host::WirePiece& w) {
   RecvConnector* in = c.plan.conns[c.seg.conn[0]].recv;
-  const uint64_t bytes = wire::encodedBytes(w.format, uint32_t(sizeof(T)), w.n);
+  const uint64_t bytes = wire::encodedBytes(w.format, uint32_t(elemBytes(w)), w.n);
   if (checkReceive(c.plan, c.lane, in, bytes, c.err) != Slot::Ok) return false;
-  w.gather(reinterpret_cast<const uint8_t*>(in->slot()), static_cast<T*>(c.seg.dst) + c.lane.active.desc.dstOff);
+  host::wireGather(w, reinterpret_cast<const uint8_t*>(in->slot()),
+                   static_cast<char*>(c.seg.dst) + c.lane.active.desc.dstOff * elemBytes(w));
   in->release();
   return true;
 }
 
-template <typename T, typename Fn>
-bool ownerPiece(const PieceCtx& c, const PieceWork<T, Fn>& w) {
+bool ownerPiece(const PieceCtx& c, const host::WirePiece& w) {
   const int n = c.seg.nranks, self = c.seg.pos;
   const int32_t* table = c.plan.rankTable.data() + c.seg.ringTable;
-  const uint64_t inBytes = wire::encodedBytes(w.format, wire::nativeScatterBytes<T>(w.preMul), w.n);
+  const uint64_t inBytes = wire::encodedBytes(w.format, wireScatterElemBytes(c.task), w.n);
   thread_local std::vector<const uint8_t*> in;
   in.assign(static_cast<size_t>(n), nullptr);
   SendConnector* firstOut = nullptr;
@@ -157,8 +98,10 @@ bool ownerPiece(const PieceCtx& c, const PieceWork<T, Fn>& w) {
   const sched::StepDesc& d = c.lane.active.desc;
   float* residual = c.task.wire.residual ? c.task.wire.residual + d.srcOff : nullptr;
   uint8_t* out = firstOut ? reinterpret_cast<uint8_t*>(firstOut->slot()) : nullptr;
-  const uint32_t bytes = w.own(n, self, in, static_cast<const T*>(c.seg.src) + d.srcOff, residual,
-                               static_cast<T*>(c.seg.dst) + d.dstOff, out);
+  const size_t eb = elemBytes(w);
+  const uint32_t bytes =
+      host::wireOwn(w, host::WireOwnerIo{n, self, in.data(), static_cast<const char*>(c.seg.src) + d.srcOff * eb,
+                                         residual, static_cast<char*>(c.seg.dst) + d.dstOff * eb, out});
   for (int r = 0; r < n; ++r) {
     if (table[n + r] != sched::kNoConn) {
       SendConnector* sc = c.plan.conns[table[n + r]].send;
@@ -170,10 +113,9 @@ bool ownerPiece(const PieceCtx& c, const PieceWork<T, Fn>& w) {
   return true;
 }
 
-template <typename T, typename Fn>
-bool runPiece(const PieceCtx& c, const Fn& fn) {
-  const PieceWork<T, Fn> w{c.task, fn, wireFormat(c.task), c.task.spec.kind == ReduceKind::PreMulSum,
-                           c.lane.active.desc.count};
+bool runPiece(const PieceCtx& c) {
+  const host::WirePiece w{wireFormat(c.task), c.task.dtype,        c.task.spec.kind,
+                          c.task.spec.scalar, c.task.spec.divisor, c.lane.active.desc.count};
   switch (c.seg.kind) {
     case sched::SegmentKind::WireSend:
       return sendPiece(c, w);
@@ -190,14 +132,7 @@ bool progressWireLane(const Plan& plan, Lane& lane, ncclResult_t* err) {
   const sched::Segment& seg = lane.segments[lane.seg];
   const Task& task = plan.tasks[seg.task];
   const PieceCtx c{plan, lane, seg, task, err};
-  const host::detail::KernelArgs args{task.spec.scalar, task.spec.divisor};
-  const bool moved = host::detail::dispatchType(task.dtype, [&](auto tt) {
-    using T = typename decltype(tt)::type;
-    return host::detail::dispatchKind(task.spec.kind, [&](auto kt) {
-      const auto fn = host::detail::makeFunc<T, decltype(kt)::value>(args);
-      return runPiece<T>(c, fn);
-    });
-  });
+  const bool moved = runPiece(c);
   if (moved) lane.done = lane.active.desc.count;
   return moved;
 }

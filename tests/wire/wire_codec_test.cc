@@ -3,7 +3,8 @@
 // round trips within the documented error bound, zero blocks, NaN and
 // infinities arriving as NaN (and only where they were), denormal inputs,
 // partial blocks, and piece sizes that always hold whole blocks inside one
-// slot (a block never straddles a slot).
+// slot (a block never straddles a slot); and the host loops' AVX2 build
+// writing the same bits as their baseline build.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,6 +13,8 @@
 #include <random>
 #include <vector>
 
+#include "host/host_reduce.h"
+#include "host/wire_blocks.h"
 #include "kernels/common/wire_codec.h"
 #include "kernels/common/wire_reduce.h"
 
@@ -190,6 +193,67 @@ TEST(WireReduce, ErrorFeedbackKeepsWhatQuantizationDropped) {
     for (size_t i = 0; i < 256; ++i)
       EXPECT_NEAR(double(x[i]) + r0[i], double(dec[i]) + r[i], 1e-6) << name(f) << " " << i;
   }
+}
+
+// Everything the host loops write for one piece at the active SIMD level:
+// the contribution (with error feedback), the owner's result with its
+// encoding and residual, and the gathered decode. NaN payloads are not
+// compared (only that a NaN is there).
+std::vector<uint32_t> hostLoopBits(Format f, ncclDataType_t t, ReduceKind k, const std::vector<float>& in) {
+  const size_t n = in.size(), eb = t == ncclFloat32 ? 4 : 2;
+  std::vector<uint8_t> x(n * eb), y(n * eb), enc(encodedBytes(f, 4, n) + 64), peer(enc.size()), res(enc.size());
+  for (size_t i = 0; i < n; ++i) {
+    const float v = in[i];
+    const uint16_t h = t == ncclFloat16 ? floatToHalf(v).bits : floatToBf16(v).bits;
+    std::memcpy(&x[i * eb], t == ncclFloat32 ? static_cast<const void*>(&v) : &h, eb);
+  }
+  std::vector<float> r(n, 0.001f), r2(n, -0.002f);
+  const host::WirePiece p{f, t, k, nullptr, 3, n};
+  std::vector<uint32_t> bits;
+  const auto add = [&](const void* data, size_t bytes, size_t width) {
+    for (size_t o = 0; o + width <= bytes; o += width) {
+      uint32_t u = 0;
+      std::memcpy(&u, static_cast<const uint8_t*>(data) + o, width);
+      const bool nan = width == 4 ? (u & 0x7f800000u) == 0x7f800000u && (u & 0x7fffffu)
+                                  : width == 2 && (t == ncclFloat16 ? (u & 0x7c00u) == 0x7c00u && (u & 0x3ffu)
+                                                                    : (u & 0x7f80u) == 0x7f80u && (u & 0x7fu));
+      bits.push_back(nan ? 0xffffffffu : u);
+    }
+  };
+  const uint32_t sent = host::wireSend(p, x.data(), r.data(), enc.data());
+  add(enc.data(), sent, 1);
+  add(r.data(), n * 4, 4);
+  host::wireSend(p, x.data(), nullptr, peer.data());
+  const uint8_t* ins[3] = {peer.data(), nullptr, enc.data()};
+  const uint32_t own = host::wireOwn(p, {3, 1, ins, x.data(), r2.data(), y.data(), res.data()});
+  add(res.data(), own, 1);
+  add(y.data(), n * eb, eb);
+  add(r2.data(), n * 4, 4);
+  host::wireGather(p, res.data(), y.data());
+  add(y.data(), n * eb, eb);
+  return bits;
+}
+
+TEST(WireHostLoops, Avx2BuildGivesTheBaselineBits) {
+  if (host::detectedSimdLevel() != host::SimdLevel::Avx2) GTEST_SKIP() << "no AVX2 on this CPU";
+  std::mt19937 rng(11);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  std::vector<float> v(256 * 9 + 100);  // whole blocks and a partial one
+  for (size_t i = 0; i < v.size(); ++i) v[i] = g(rng) * std::ldexp(1.0f, int(rng() % 50) - 25);
+  const float inf = std::numeric_limits<float>::infinity();
+  v[3] = std::numeric_limits<float>::quiet_NaN(), v[300] = inf, v[301] = -inf, v[302] = -0.0f;
+  v[600] = std::ldexp(1.0f, -140), v[601] = 3e38f;
+  for (size_t i = 256 * 4; i < 256 * 5; ++i) v[i] = 0.0f;  // an all-zero block
+  const host::SimdLevel previous = host::setSimdLevel(host::SimdLevel::Portable);
+  for (Format f : {Format::Native, Format::Bf16, Format::Fp8, Format::Int8})
+    for (ncclDataType_t t : {ncclFloat32, ncclFloat16, ncclBfloat16})
+      for (ReduceKind k : {ReduceKind::Sum, ReduceKind::SumPostDiv}) {
+        host::setSimdLevel(host::SimdLevel::Portable);
+        const std::vector<uint32_t> base = hostLoopBits(f, t, k, v);
+        host::setSimdLevel(host::SimdLevel::Avx2);
+        EXPECT_EQ(hostLoopBits(f, t, k, v), base) << name(f) << " type " << int(t) << " kind " << int(k);
+      }
+  host::setSimdLevel(previous);
 }
 
 }  // namespace
