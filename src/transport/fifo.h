@@ -189,6 +189,15 @@ struct FifoEnd {
   }
 };
 
+// A waiting end asks its mover to move only on every kMoveEveryMiss-th check
+// that found nothing: a move costs system calls, and a waiter that made one
+// per check would spend its spin budget in the kernel, taking the core from
+// the threads that move large messages.
+inline constexpr uint32_t kMoveEveryMiss = 8;
+inline bool moveOnMiss(const FifoEnd& end, uint32_t* misses) {
+  return end.mover != nullptr && (++*misses % kMoveEveryMiss) == 1 && end.mover->move(end.mover);
+}
+
 // An end moved its counter: it moves the data itself where it may, else it
 // lets the mover's thread know.
 inline void endMoved(const FifoEnd& end) {
@@ -216,9 +225,7 @@ class SendConnector {
   bool ready() {
     if (tail_ - headCache_ < end_.nslots) return true;
     headCache_ = end_.ctl->head.load(std::memory_order_acquire);
-    if (tail_ - headCache_ < end_.nslots || end_.mover == nullptr || !end_.mover->move(end_.mover)) {
-      return tail_ - headCache_ < end_.nslots;
-    }
+    if (tail_ - headCache_ < end_.nslots || !moveOnMiss(end_, &misses_)) return tail_ - headCache_ < end_.nslots;
     headCache_ = end_.ctl->head.load(std::memory_order_acquire);
     return tail_ - headCache_ < end_.nslots;
   }
@@ -236,7 +243,7 @@ class SendConnector {
   bool drained() {
     if (takenCache_ == tail_) return true;
     takenCache_ = (end_.takenCounter ? end_.ctl->taken : end_.ctl->head).load(std::memory_order_acquire);
-    if (takenCache_ == tail_ || end_.mover == nullptr || !end_.mover->move(end_.mover)) return takenCache_ == tail_;
+    if (takenCache_ == tail_ || !moveOnMiss(end_, &misses_)) return takenCache_ == tail_;
     takenCache_ = (end_.takenCounter ? end_.ctl->taken : end_.ctl->head).load(std::memory_order_acquire);
     return takenCache_ == tail_;
   }
@@ -249,6 +256,7 @@ class SendConnector {
   uint64_t tail_ = 0;
   uint64_t headCache_ = 0;
   uint64_t takenCache_ = 0;
+  uint32_t misses_ = 0;  // checks that found nothing (moveOnMiss)
 };
 
 class RecvConnector {
@@ -257,7 +265,7 @@ class RecvConnector {
   bool ready() {
     if (head_ < tailCache_) return true;
     tailCache_ = end_.ctl->tail.load(std::memory_order_acquire);
-    if (head_ < tailCache_ || end_.mover == nullptr || !end_.mover->move(end_.mover)) return head_ < tailCache_;
+    if (head_ < tailCache_ || !moveOnMiss(end_, &misses_)) return head_ < tailCache_;
     tailCache_ = end_.ctl->tail.load(std::memory_order_acquire);
     return head_ < tailCache_;
   }
@@ -275,6 +283,7 @@ class RecvConnector {
   FifoEnd end_;
   uint64_t head_ = 0;
   uint64_t tailCache_ = 0;
+  uint32_t misses_ = 0;  // checks that found nothing (moveOnMiss)
 };
 
 }  // namespace chorus

@@ -290,7 +290,11 @@ void NetProxy::failAll(std::vector<std::shared_ptr<NetLink>>& links, ncclResult_
 bool NetProxy::pass(std::vector<std::shared_ptr<NetLink>>& links, bool* busy) {
   passes_.fetch_add(1, std::memory_order_relaxed);
   bool progressed = false;
-  const int64_t presentSince = nowNs() - std::chrono::nanoseconds(kExecutorPresent).count();
+  const uint64_t kicks = kicks_.load(std::memory_order_acquire);
+  const bool kicked = kicks != kicksSeen_;
+  kicksSeen_ = kicks;
+  // After a kick nobody counts as present: whatever was handed over is taken.
+  const int64_t presentSince = kicked ? INT64_MAX : nowNs() - std::chrono::nanoseconds(kExecutorPresent).count();
   for (size_t i = 0; i < links.size();) {
     NetLink& l = *links[i];
     std::unique_lock<std::mutex> linkLock(l.moveMu, std::defer_lock);

@@ -60,7 +60,13 @@ class NetProxy {
   // Progress passes over the links so far: how often the proxy polled (tests).
   uint64_t passCount() const { return passes_.load(std::memory_order_relaxed); }
   // Wakes the proxy if it sleeps (any thread; net_wake.h).
-  void kick() { bell_.ring(); }
+  // Counted: a pass after a kick steps every link, also those whose
+  // executor is present (a helper thread finished a part of a large
+  // message, or an executor handed work over).
+  void kick() {
+    kicks_.fetch_add(1, std::memory_order_release);
+    bell_.ring();
+  }
 
  private:
   struct Bell : Doorbell {
@@ -99,6 +105,8 @@ class NetProxy {
   int wakeFd_ = -1;  // eventfd the thread polls with the links' descriptors; -1: the cv only
   std::vector<pollfd> pollFds_;
   std::atomic<uint64_t> passes_{0};
+  std::atomic<uint64_t> kicks_{0};
+  uint64_t kicksSeen_ = 0;  // proxy thread: kicks_ at its last pass
 };
 
 }  // namespace chorus
