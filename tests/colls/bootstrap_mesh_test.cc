@@ -20,6 +20,7 @@
 #include "bootstrap/unique_id.h"
 #include "common/coll_cases.h"
 #include "common/rank_runner.h"
+#include "core/result.h"
 
 namespace chorus::test {
 namespace {
@@ -141,6 +142,14 @@ void expectInitConflict(const std::vector<std::pair<int, int>>& claims, const st
   RunOptions opts;
   opts.initComms = false;
   opts.timeoutMs = 30000;
+  // The id's store (in this process) shuts down once every client that had
+  // joined has left; two processes that fail fast could take it down before
+  // a slow third one connects, which would then learn only that the store
+  // closed. Holding it open here gives every process the verdict.
+  std::shared_ptr<Store> held;
+  opts.withId = [&](const ncclUniqueId& id) {
+    if (connectStore(id, 0, waitBoundAfter(5000), &held) != ncclSuccess) ADD_FAILURE() << lastErrorMessage();
+  };
   runProcesses(
       static_cast<int>(claims.size()),
       [&](RankCtx& ctx) {

@@ -69,8 +69,8 @@ void runRank(RankCtx& ctx, const RankFn& fn, const RunOptions& opts, bool finali
 ncclUniqueId makeId() {
   ncclUniqueId id{};
   ncclResult_t res = ncclGetUniqueId(&id);
-  if (res != ncclSuccess) ADD_FAILURE() << "ncclGetUniqueId returned " << ncclGetErrorString(res) << ": "
-                                        << ncclGetLastError(nullptr);
+  if (res != ncclSuccess)
+    ADD_FAILURE() << "ncclGetUniqueId returned " << ncclGetErrorString(res) << ": " << ncclGetLastError(nullptr);
   return id;
 }
 
@@ -180,8 +180,10 @@ void RankCtx::vfail(const char* fmt, va_list ap) {
   std::vsnprintf(buf, sizeof(buf), fmt, ap);
   const int n = failures_.fetch_add(1);
   std::lock_guard<std::mutex> lock(mu_);
-  if (n < kMaxMessages) messages_.emplace_back(buf);
-  else if (n == kMaxMessages) messages_.emplace_back("(further failures omitted)");
+  if (n < kMaxMessages)
+    messages_.emplace_back(buf);
+  else if (n == kMaxMessages)
+    messages_.emplace_back("(further failures omitted)");
 }
 
 bool RankCtx::expectResult(ncclResult_t res, ncclResult_t expected, const char* what) {
@@ -198,9 +200,12 @@ std::vector<std::string> RankCtx::messages() const {
 
 std::string ProcessOutcome::describe() const {
   std::string s;
-  if (killedByRunner) s = "still running at the deadline (killed)";
-  else if (exited) s = "exit code " + std::to_string(exitCode);
-  else s = "killed by signal " + std::to_string(signal);
+  if (killedByRunner)
+    s = "still running at the deadline (killed)";
+  else if (exited)
+    s = "exit code " + std::to_string(exitCode);
+  else
+    s = "killed by signal " + std::to_string(signal);
   for (const std::string& m : messages) s += "\n    " + m;
   return s;
 }
@@ -235,8 +240,8 @@ std::vector<ProcessOutcome> runProcessesRaw(int nranks, const RankFn& fn, const 
   std::fflush(stdout);
   std::fflush(stderr);
   std::vector<pid_t> pids(static_cast<size_t>(nranks), -1);
-  std::vector<int> fds(static_cast<size_t>(nranks), -1);     // messages, child -> parent
-  std::vector<int> idFds(static_cast<size_t>(nranks), -1);   // the unique id, parent -> child
+  std::vector<int> fds(static_cast<size_t>(nranks), -1);    // messages, child -> parent
+  std::vector<int> idFds(static_cast<size_t>(nranks), -1);  // the unique id, parent -> child
   std::vector<std::string> text(static_cast<size_t>(nranks));
   std::vector<ProcessOutcome> out(static_cast<size_t>(nranks));
   // Fork before creating the id: ncclGetUniqueId starts the store server
@@ -275,6 +280,7 @@ std::vector<ProcessOutcome> runProcessesRaw(int nranks, const RankFn& fn, const 
     idFds[static_cast<size_t>(r)] = idp[1];
   }
   const ncclUniqueId id = makeId();
+  if (opts.withId) opts.withId(id);
   const std::string idBytes(reinterpret_cast<const char*>(&id), sizeof(id));
   for (int& fd : idFds) {
     if (fd < 0) continue;
@@ -354,8 +360,10 @@ ScopedEnv::ScopedEnv(const std::vector<std::pair<std::string, std::string>>& var
 
 ScopedEnv::~ScopedEnv() {
   for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) {
-    if (it->second.first) setenv(it->first.c_str(), it->second.second.c_str(), 1);
-    else unsetenv(it->first.c_str());
+    if (it->second.first)
+      setenv(it->first.c_str(), it->second.second.c_str(), 1);
+    else
+      unsetenv(it->first.c_str());
   }
 }
 

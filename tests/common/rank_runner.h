@@ -64,13 +64,16 @@ struct RunOptions {
   // Processes only: runs in the parent once the children exist and have the
   // id (e.g. to start a thread that must not be running at fork time).
   std::function<void()> afterLaunch;
+  // Processes only: runs in the parent with the id once it exists, before
+  // any child has it (e.g. to hold the id's store open for the whole run).
+  std::function<void(const ncclUniqueId&)> withId;
 };
 
 // Outcome of one rank of a forked run.
 struct ProcessOutcome {
-  bool exited = false;   // normal exit (then exitCode is valid)
+  bool exited = false;  // normal exit (then exitCode is valid)
   int exitCode = -1;
-  int signal = 0;        // terminating signal, if any
+  int signal = 0;               // terminating signal, if any
   bool killedByRunner = false;  // still running at the deadline
   std::vector<std::string> messages;
   std::string describe() const;
@@ -111,11 +114,11 @@ int freeLocalPort();
 
 // Records "<expr> returned <code>: <last error>" and evaluates to false when
 // expr is not ncclSuccess.
-#define RANK_OK(ctx, expr)                                                                                  \
-  ([&]() -> bool {                                                                                          \
-    ncclResult_t rank_ok_res_ = (expr);                                                                     \
-    if (rank_ok_res_ == ncclSuccess) return true;                                                           \
-    (ctx).fail("rank %d: %s returned %s: %s", (ctx).rank, #expr, ncclGetErrorString(rank_ok_res_),         \
-               ncclGetLastError(nullptr));                                                                  \
-    return false;                                                                                           \
+#define RANK_OK(ctx, expr)                                                                         \
+  ([&]() -> bool {                                                                                 \
+    ncclResult_t rank_ok_res_ = (expr);                                                            \
+    if (rank_ok_res_ == ncclSuccess) return true;                                                  \
+    (ctx).fail("rank %d: %s returned %s: %s", (ctx).rank, #expr, ncclGetErrorString(rank_ok_res_), \
+               ncclGetLastError(nullptr));                                                         \
+    return false;                                                                                  \
   }())
