@@ -66,20 +66,29 @@ constexpr std::chrono::microseconds kFdWaitAfter(64);
 // arrives; waking for it too would only take a core from it).
 constexpr std::chrono::microseconds kExecutorPresent(500);
 
-// Takes a link for one pass of the proxy. A link its executor moves inline
-// is left to it while the executor is there (unless it handed work over)
-// and skipped while the executor holds it, so the two never queue on the
-// lock; every other link is simply locked.
-bool lockForPass(NetLink& l, int64_t presentSince, std::unique_lock<std::mutex>& lock) {
+// Whose turn a link is: the proxy's (`lock` now holds the link), its
+// executor's (it moves the link inline and is there, or holds the lock), or,
+// when the proxy is about to sleep, nobody's: an executor handed work over.
+enum class LinkTurn { Proxy, Executor, HandedOver };
+
+// A link its executor moves inline is left to it while the executor is there
+// (unless it handed work over) and skipped while the executor holds it, so
+// the two never queue on the lock; every other link is simply locked. A pass
+// takes the hand-over (`forPass`); a sleep only looks at it.
+LinkTurn takeTurn(NetLink& l, int64_t presentSince, std::unique_lock<std::mutex>& lock, bool forPass) {
   if (!l.movesInline()) {
     lock.lock();
-    return true;
+    return LinkTurn::Proxy;
   }
-  const bool wanted = l.proxyWanted.exchange(false, std::memory_order_acq_rel);
-  if (!wanted && !l.retired.load(std::memory_order_acquire) && l.executorPresent(presentSince)) return false;
-  if (lock.try_lock()) return true;
+  const bool wanted = forPass ? l.proxyWanted.exchange(false, std::memory_order_acq_rel)
+                              : l.proxyWanted.load(std::memory_order_acquire);
+  if (wanted && !forPass) return LinkTurn::HandedOver;
+  if (!wanted && !l.retired.load(std::memory_order_acquire) && l.executorPresent(presentSince)) {
+    return LinkTurn::Executor;
+  }
+  if (lock.try_lock()) return LinkTurn::Proxy;
   if (wanted) l.proxyWanted.store(true, std::memory_order_release);
-  return false;
+  return LinkTurn::Executor;
 }
 
 bool allMovedInline(const std::vector<std::shared_ptr<NetLink>>& links) {
@@ -298,7 +307,7 @@ bool NetProxy::pass(std::vector<std::shared_ptr<NetLink>>& links, bool* busy) {
   for (size_t i = 0; i < links.size();) {
     NetLink& l = *links[i];
     std::unique_lock<std::mutex> linkLock(l.moveMu, std::defer_lock);
-    if (!lockForPass(l, presentSince, linkLock)) {
+    if (takeTurn(l, presentSince, linkLock, /*forPass=*/true) != LinkTurn::Proxy) {
       *busy = true;  // its executor moves it; look again soon
       ++i;
       continue;
@@ -324,6 +333,7 @@ bool NetProxy::pass(std::vector<std::shared_ptr<NetLink>>& links, bool* busy) {
     }
     doneCv_.notify_all();
     links.erase(links.begin() + static_cast<ptrdiff_t>(i));  // may free l
+    allInline_ = allMovedInline(links);
     progressed = true;
   }
   return progressed;
@@ -347,23 +357,22 @@ void NetProxy::sleep(std::chrono::microseconds limit, std::vector<std::shared_pt
 // be waited on that way (then `limit` only matters as a safety net), else on
 // the condition variable for `limit`.
 void NetProxy::waitForWork(std::chrono::microseconds limit, std::vector<std::shared_ptr<NetLink>>& links) {
-  const bool inlineOnly = allMovedInline(links);
-  bool allFds = wakeFd_ >= 0 && (limit >= kFdWaitAfter || inlineOnly);
+  bool allFds = wakeFd_ >= 0 && (limit >= kFdWaitAfter || allInline_);
   bool present = false;
   const int64_t presentSince = nowNs() - std::chrono::nanoseconds(kExecutorPresent).count();
   pollFds_.clear();
   if (allFds) pollFds_.push_back(pollfd{wakeFd_, POLLIN, 0});
   for (size_t i = 0; i < links.size() && allFds; ++i) {
     NetLink& l = *links[i];
-    if (l.proxyWanted.load(std::memory_order_acquire)) return;  // handed over: no sleep
     // A link its executor is moving adds no descriptors: that executor takes
     // what arrives, and the proxy looks again after kExecutorPresent.
     std::unique_lock<std::mutex> linkLock(l.moveMu, std::defer_lock);
-    if (l.movesInline() && (l.executorPresent(presentSince) || !linkLock.try_lock())) {
+    const LinkTurn turn = takeTurn(l, presentSince, linkLock, /*forPass=*/false);
+    if (turn == LinkTurn::HandedOver) return;  // work to do: no sleep
+    if (turn == LinkTurn::Executor) {
       present = true;
       continue;
     }
-    if (!linkLock.owns_lock()) linkLock.lock();
     allFds = linkPollFds(l, &pollFds_);
   }
   if (!allFds) {
@@ -401,6 +410,7 @@ void NetProxy::run() {
     {
       std::lock_guard<std::mutex> lock(mu_);
       for (auto& l : incoming_) links.push_back(std::move(l));
+      if (!incoming_.empty()) allInline_ = allMovedInline(links);
       incoming_.clear();
       stop = stopping_;
       if (links.empty()) {
@@ -421,7 +431,7 @@ void NetProxy::run() {
       continue;
     }
     const auto idle = std::chrono::duration_cast<std::chrono::microseconds>(ProxyClock::now() - lastMove);
-    if (busy && idle < std::chrono::microseconds(50) && !allMovedInline(links)) {
+    if (busy && idle < std::chrono::microseconds(50) && !allInline_) {
       std::this_thread::yield();  // traffic is likely to resume within microseconds
       continue;
     }

@@ -107,6 +107,7 @@ class NetProxy {
   std::atomic<uint64_t> passes_{0};
   std::atomic<uint64_t> kicks_{0};
   uint64_t kicksSeen_ = 0;  // proxy thread: kicks_ at its last pass
+  bool allInline_ = false;  // proxy thread: every link of its list moves inline
 };
 
 }  // namespace chorus
