@@ -138,6 +138,9 @@ bool findStraySlot(const Plan& plan, OpMismatchRecord* r);
 // not waited for (classifySends, once per plan, when its connectors are connected).
 bool sendsTaken(const Plan& plan);
 void classifySends(Plan& plan);
+// Tells each send connector whether this call waits for its receiver to take
+// what it sends (unprovenSends; every send while the plan is unclassified).
+void flagAwaitedSends(const Plan& plan);
 // Its receive connectors tell their senders that this rank completed the
 // operation (FifoControl::doneSeq): a broadcast or reduce plan when it
 // finished (markPlanDone, from the host executor), any other plan when it

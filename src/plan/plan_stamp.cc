@@ -9,7 +9,10 @@ namespace chorus {
 void stampPlan(Plan& plan) {
   // Classified once its connectors are connected (a placeholder sender does
   // not know its peer yet); else connectPlan does it after connecting.
-  if (!plan.sendsClassified && !plan.comm->conns->hasPending()) classifySends(plan);
+  if (!plan.sendsClassified && !plan.comm->conns->hasPending())
+    classifySends(plan);
+  else
+    flagAwaitedSends(plan);
   plan.stamps.resize(plan.tasks.size());
   for (size_t i = 0; i < plan.tasks.size(); ++i) {
     const Task& t = plan.tasks[i];

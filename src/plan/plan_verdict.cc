@@ -122,6 +122,14 @@ void classifySends(Plan& plan) {
     for (const ConnRef& c : plan.conns)
       if (c.recv != nullptr) plan.awaitRootDone.push_back(c.recv);
   plan.sendsClassified = true;
+  flagAwaitedSends(plan);
+}
+
+void flagAwaitedSends(const Plan& plan) {
+  const auto& waited = plan.unprovenSends;
+  for (const ConnRef& c : plan.conns)
+    if (c.send != nullptr)
+      c.send->setAwaited(!plan.sendsClassified || std::find(waited.begin(), waited.end(), c.send) != waited.end());
 }
 
 namespace {

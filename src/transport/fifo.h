@@ -68,6 +68,10 @@ struct FifoControl {
   // Slots the receiver has released, where that differs from `head` (a
   // network link frees a sender's slot once it is sent; FifoEnd::takenCounter).
   alignas(64) std::atomic<uint64_t> taken;
+  // Per slot, for ends with a takenCounter: 1 if its sender's plan waits
+  // until the receiver took it (Plan::unprovenSends), so the link asks the
+  // receiver to ack it at once; 0 lets the receiver batch its acks.
+  uint8_t senderWaits[kMaxFifoSlots];
 };
 static_assert(sizeof(FifoControl) <= 4096, "the FIFO control block is one page");
 
@@ -234,6 +238,7 @@ class SendConnector {
     if (end_.traffic != nullptr) end_.traffic->add(slotPayloadBytes(slot(), bytes));
     end_.ctl->sizes[tail_ % end_.nslots] = bytes;
     end_.ctl->prints.slot[tail_ % end_.nslots] = print;
+    if (end_.takenCounter) end_.ctl->senderWaits[tail_ % end_.nslots] = awaited_ ? 1 : 0;
     end_.ctl->tail.store(++tail_, std::memory_order_release);
     endMoved(end_);
   }
@@ -248,6 +253,9 @@ class SendConnector {
     return takenCache_ == tail_;
   }
   const FifoEnd& end() const { return end_; }
+  // Whether the plan now posting waits until the receiver took its slots
+  // (set per call by flagAwaitedSends; a link that acks lazily needs to know).
+  void setAwaited(bool awaited) { awaited_ = awaited; }
 
  private:
   void moved() { endMoved(end_); }
@@ -257,6 +265,7 @@ class SendConnector {
   uint64_t headCache_ = 0;
   uint64_t takenCache_ = 0;
   uint32_t misses_ = 0;  // checks that found nothing (moveOnMiss)
+  bool awaited_ = true;  // until a plan says otherwise, every send is waited for
 };
 
 class RecvConnector {

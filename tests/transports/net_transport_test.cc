@@ -145,6 +145,53 @@ TEST_F(NetTransportPair, SmallSlotsMoveOnTheCallersThread) {
   EXPECT_FALSE(send.end().health->failed()) << send.end().health->message;
 }
 
+// The receiver acks at once only slots whose sender waits for them
+// (SendConnector::setAwaited, from Plan::unprovenSends); others it acks per
+// half FIFO or after CHORUS_NET_ACK_DELAY_US (net_link_side.cc). With the
+// default delay (1 ms) this checks the lower bound and that every ack comes;
+// ctest transports.NetAckBatches runs it with a 3 s delay, which makes
+// "prompt" and "held back" tell apart on a loaded machine too.
+TEST_F(NetTransportPair, AcksAtOnceOnlyWhereTheSenderWaits) {
+  const int64_t delayUs = params::netAckDelayUs();
+  if (delayUs <= 0) GTEST_SKIP() << "CHORUS_NET_ACK_DELAY_US=0: every release is acked at once";
+  SendConnector send(std::move(sendEnd_));
+  RecvConnector recv(std::move(recvEnd_));
+  const auto delay = std::chrono::microseconds(delayUs);
+  const bool longDelay = delay >= std::chrono::seconds(2);
+  // Posts `n` slots, releases them on the receiver, and returns how long the
+  // sender then waited until they counted as taken (or -1 s: never).
+  auto takenAfter = [&](int n, bool awaited) {
+    send.setAwaited(awaited);
+    const auto deadline = Clock::now() + delay + std::chrono::seconds(10);
+    for (int i = 0; i < n; ++i) {
+      while (!send.ready() && Clock::now() < deadline) std::this_thread::yield();
+      send.post(16);
+    }
+    for (int i = 0; i < n; ++i) {
+      while (!recv.ready() && Clock::now() < deadline) std::this_thread::yield();
+      if (!recv.ready()) return Clock::duration(std::chrono::seconds(-1));
+      recv.release();
+    }
+    const auto released = Clock::now();
+    while (!send.drained() && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    if (!send.drained()) return Clock::duration(std::chrono::seconds(-1));
+    return Clock::now() - released;
+  };
+  ASSERT_GE(takenAfter(1, true), Clock::duration::zero()) << "no connection";
+  const auto held = takenAfter(1, false);
+  ASSERT_GE(held, Clock::duration::zero()) << "a held-back ack never came";
+  EXPECT_GE(held, delay) << "an ack nobody waited for was not held back";
+  const auto prompt = takenAfter(1, true);
+  ASSERT_GE(prompt, Clock::duration::zero());
+  const auto batch = takenAfter(2, false);  // half of the test's 4 slots
+  ASSERT_GE(batch, Clock::duration::zero());
+  if (longDelay) {
+    EXPECT_LT(prompt, delay / 2) << "a slot whose sender waits was not acked at once";
+    EXPECT_LT(batch, delay / 2) << "half a FIFO of releases was not acked at once";
+  }
+  EXPECT_FALSE(send.end().health->failed()) << send.end().health->message;
+}
+
 TEST_F(NetTransportPair, IdleProxyUsesAlmostNoCpu) {
   SendConnector send(std::move(sendEnd_));
   RecvConnector recv(std::move(recvEnd_));

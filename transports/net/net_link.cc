@@ -40,6 +40,7 @@ size_t frameSlot(NetLink& link, uint64_t i) {
   h.magic = netwire::kMagic;
   h.kind = netwire::Kind::Slot;
   h.print = link.ctl->prints.slot[i % link.nslots];
+  h.flags = link.ctl->senderWaits[i % link.nslots] != 0 ? netwire::kSenderWaits : 0;
   memcpy(link.message(i), &h, sizeof(h));
   return bytes + netwire::kSlotHeaderBytes;
 }
@@ -101,6 +102,7 @@ bool publish(NetLink& link, uint64_t i, size_t bytes) {
   }
   link.ctl->sizes[i % link.nslots] = static_cast<uint32_t>(bytes - sizeof(h));
   link.ctl->prints.slot[i % link.nslots] = h.print;
+  link.senderWaits = (h.flags & netwire::kSenderWaits) != 0;
   return true;
 }
 

@@ -104,6 +104,10 @@ struct NetLink {
   void* verdictReq = nullptr;
   bool verdictAcked = false;  // receiver: the verdict went back
   bool verdictSeen = false;   // receiver: the sender's verdict arrived; nothing useful follows
+  bool senderWaits = false;   // receiver: the last slot received asked for a prompt ack
+  // Receiver: when a change held back for a batch must be acked (steady
+  // clock, ns; 0: nothing held back). Read by the sleeping proxy.
+  std::atomic<int64_t> ackDueNs{0};
 
   char* slot(uint64_t index) const { return slots + (index % nslots) * static_cast<size_t>(stride()); }
   // Where slot `index`'s message starts (framed: its header).

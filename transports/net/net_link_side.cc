@@ -6,9 +6,11 @@
 // reports the failure): the sender then frees slots once they are sent, as
 // without acks.
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "core/log.h"
+#include "core/params.h"
 #include "core/result.h"
 #include "transports/net/net_link_side.h"
 
@@ -87,6 +89,28 @@ void takeAck(NetLink& link, size_t bytes) {
 void ackSent(NetLink& link) {
   link.ackedHead = link.ackInFlight;
   link.ackedDone = link.doneInFlight;
+}
+
+int64_t steadyNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Whether the receiver's unacked releases (or mark) must be acked now: at
+// once when the sender waits for them (its last slot asked, or a verdict),
+// else once half the FIFO is unacked or the oldest change held back is
+// CHORUS_NET_ACK_DELAY_US old. Nobody waits for the rest: an all-reduce's
+// sends are proven by what the peer sent back (classifySends), and slot
+// reuse waits only for the local isend; a late wait (finalize, a drain)
+// gets its ack within the delay.
+bool ackIsDue(NetLink& link, uint64_t head, bool verdict) {
+  const int64_t delayUs = params::netAckDelayUs();
+  if (verdict || link.senderWaits || delayUs <= 0) return true;
+  if (head - link.ackedHead >= std::max<uint32_t>(1, link.nslots / 2)) return true;
+  const int64_t now = steadyNs();
+  const int64_t due = link.ackDueNs.load(std::memory_order_relaxed);
+  if (due == 0) link.ackDueNs.store(now + delayUs * 1000, std::memory_order_relaxed);
+  return due != 0 && now >= due;
 }
 
 }  // namespace
@@ -189,6 +213,7 @@ void stepReceiverAck(NetLink& link, bool* progressed) {
   const uint64_t done = link.ctl->doneSeq.load(std::memory_order_acquire);
   const bool verdict = !link.verdictAcked && fifoMismatch(link.ctl, &a.verdict);
   if (head == link.ackedHead && done == link.ackedDone && !verdict) return;
+  if (!ackIsDue(link, head, verdict)) return;
   a.magic = netwire::kMagic;
   a.hasVerdict = verdict ? 1 : 0;
   a.head = head;
@@ -199,6 +224,7 @@ void stepReceiverAck(NetLink& link, bool* progressed) {
   if (link.ackReq == nullptr) return;
   link.ackInFlight = head;
   link.doneInFlight = done;
+  link.ackDueNs.store(0, std::memory_order_relaxed);
   link.verdictAcked = link.verdictAcked || verdict;
   *progressed = true;
   // A small ack usually left in the isend itself: finish it now, so the next
@@ -210,6 +236,15 @@ bool sideBusy(const NetLink& link) {
   if (!link.framed()) return false;
   return link.helloReq != nullptr || link.verdictReq != nullptr || link.ackReq != nullptr ||
          link.revListen != nullptr || (!link.sender && link.helloDone && link.revComm == nullptr && !link.reverseGone);
+}
+
+int64_t earliestAckDue(const std::vector<std::shared_ptr<NetLink>>& links) {
+  int64_t earliest = INT64_MAX;
+  for (const auto& l : links) {
+    const int64_t due = l->ackDueNs.load(std::memory_order_relaxed);
+    if (due != 0) earliest = std::min(earliest, due);
+  }
+  return earliest;
 }
 
 void closeSide(NetLink& link) {

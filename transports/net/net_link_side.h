@@ -3,6 +3,9 @@
 // Called by stepLink (net_link.cc) on the proxy thread.
 #pragma once
 
+#include <memory>
+#include <vector>
+
 #include "transports/net/net_link.h"
 
 namespace chorus {
@@ -22,6 +25,10 @@ void stepSenderVerdict(NetLink& link, bool* progressed);
 void stepReceiverSide(NetLink& link, bool* progressed);
 // Receiver: acks the executor's head and this rank's verdict.
 void stepReceiverAck(NetLink& link, bool* progressed);
+
+// The earliest time one of `links` must send an ack it holds back for a
+// batch (steady clock, ns), or INT64_MAX: the proxy wakes for it.
+int64_t earliestAckDue(const std::vector<std::shared_ptr<NetLink>>& links);
 
 // Whether side requests are in flight that need polling.
 bool sideBusy(const NetLink& link);

@@ -14,6 +14,7 @@
 #include "core/params.h"
 #include "core/result.h"
 #include "core/wait_limit.h"
+#include "transports/net/net_link_side.h"
 #include "transports/net/net_wake.h"
 
 namespace chorus {
@@ -97,6 +98,15 @@ bool allMovedInline(const std::vector<std::shared_ptr<NetLink>>& links) {
 
 int64_t nowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(ProxyClock::now().time_since_epoch()).count();
+}
+
+// `limit`, or less when a receiver link holds back an ack that is due sooner.
+std::chrono::microseconds untilAckDue(std::chrono::microseconds limit,
+                                      const std::vector<std::shared_ptr<NetLink>>& links) {
+  const int64_t due = earliestAckDue(links);
+  if (due == INT64_MAX) return limit;
+  const auto left = std::chrono::microseconds(std::max<int64_t>(0, (due - nowNs()) / 1000 + 1));
+  return std::min(limit, left);
 }
 
 std::atomic<NetProxy*> g_kickable{nullptr};
@@ -375,9 +385,13 @@ void NetProxy::waitForWork(std::chrono::microseconds limit, std::vector<std::sha
     }
     allFds = linkPollFds(l, &pollFds_);
   }
+  // A held-back ack that falls due wakes the proxy, unless an executor is
+  // present: it sends its own (waking for it would only spin), and the proxy
+  // looks again after kExecutorPresent.
+  const std::chrono::microseconds ackLimit = present ? kFdWaitSafety : untilAckDue(kFdWaitSafety, links);
   if (!allFds) {
     std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_for(lock, limit, [this] { return woken_; });
+    cv_.wait_for(lock, std::min(limit, ackLimit), [this] { return woken_; });
     woken_ = false;
     return;
   }
@@ -388,7 +402,8 @@ void NetProxy::waitForWork(std::chrono::microseconds limit, std::vector<std::sha
       return;
     }
   }
-  const auto wait = present ? kExecutorPresent : std::max<std::chrono::microseconds>(limit, kFdWaitSafety);
+  const auto wait =
+      present ? kExecutorPresent : std::min(std::max<std::chrono::microseconds>(limit, kFdWaitSafety), ackLimit);
   const timespec ts{static_cast<time_t>(wait.count() / 1000000), static_cast<long>(wait.count() % 1000000) * 1000};
   (void)ppoll(pollFds_.data(), pollFds_.size(), &ts, nullptr);
   uint64_t count = 0;

@@ -14,7 +14,9 @@
 // head (slots it has released), its completion mark (doneSeq) and, once, its
 // verdict. The sender publishes the head as FifoControl::taken, which
 // drained() waits for, so a send counts as taken only once the peer took it,
-// as with shm, and the mark as its own control block's doneSeq.
+// as with shm, and the mark as its own control block's doneSeq. A slot
+// whose sender waits for it says so (kSenderWaits) and is acked at once;
+// other releases are acked in batches (net_link_side.cc, ackIsDue).
 //
 // Kernel-driven links (GPU mode) carry bare payloads and no reverse
 // connection. All integers in host byte order (little-endian hosts).
@@ -32,11 +34,15 @@ inline constexpr uint32_t kSlotHeaderBytes = 64;
 
 enum class Kind : uint32_t { Hello = 1, Slot = 2, Verdict = 3 };
 
+// SlotHeader::flags
+inline constexpr uint32_t kSenderWaits = 1;  // the sender waits until this slot is taken: ack it at once
+
 struct SlotHeader {
   uint32_t magic;
   Kind kind;
-  OpPrint print;  // Slot: the fingerprint of the slot's operation
-  uint8_t reserved[kSlotHeaderBytes - 32];
+  OpPrint print;   // Slot: the fingerprint of the slot's operation
+  uint32_t flags;  // Slot: kSenderWaits or 0
+  uint8_t reserved[kSlotHeaderBytes - 36];
 };
 static_assert(sizeof(SlotHeader) == kSlotHeaderBytes);
 
