@@ -15,6 +15,12 @@ int64_t coarseNowMs() {
   return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
 }
 
+// Adds `n` to a counter only the owning thread writes (op_activity.h): a
+// relaxed load and store, no locked instruction on the call's path.
+void bump(std::atomic<uint64_t>& counter, uint64_t n) {
+  counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
+
 }  // namespace
 
 OpActivity::OpActivity() : lastEndMs_(coarseNowMs()) {}
@@ -34,8 +40,8 @@ void OpActivity::begin(const OpPrint& first, int ntasks, int collectives) {
   for (int i = 0; i < 3; ++i) call_[i].store(words[i], r);
   ntasks_.store(ntasks, r);
   pendingColl_.store(collectives, r);
-  collStarted_.fetch_add(static_cast<uint64_t>(collectives), r);
-  p2pStarted_.fetch_add(static_cast<uint64_t>(ntasks - collectives), r);
+  bump(collStarted_, static_cast<uint64_t>(collectives));
+  bump(p2pStarted_, static_cast<uint64_t>(ntasks - collectives));
   waitingSince_.store(0, r);
   inCall_.store(true, std::memory_order_release);
 }
@@ -44,8 +50,8 @@ void OpActivity::end() {
   constexpr auto r = std::memory_order_relaxed;
   if (!inCall_.load(r)) return;
   const int coll = pendingColl_.load(r);
-  collDone_.fetch_add(static_cast<uint64_t>(coll), r);
-  p2pDone_.fetch_add(static_cast<uint64_t>(ntasks_.load(r) - coll), r);
+  bump(collDone_, static_cast<uint64_t>(coll));
+  bump(p2pDone_, static_cast<uint64_t>(ntasks_.load(r) - coll));
   waitingSince_.store(0, r);
   lastEndMs_.store(coarseNowMs(), r);
   inCall_.store(false, std::memory_order_release);

@@ -3,7 +3,9 @@
 // finished, which call is in flight, and since when and on whom it waits.
 //
 // The owning thread writes these fields with relaxed atomic stores at the
-// start and end of every call (no lock; the end reads the coarse monotonic
+// start and end of every call (no lock, and no locked read-modify-write:
+// the calls on one communicator run one at a time under its opMutex, so a
+// counter is bumped with a plain load and store; the end reads the coarse monotonic
 // clock, a few ns, so that a peer can be told how long this rank has been
 // outside the library); the status dump and the mailbox thread answering a
 // peer's status query (core/rank_status.h) read them from other threads. A reader may see the fields of

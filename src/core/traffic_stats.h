@@ -5,9 +5,14 @@
 // A connector end holds a pointer to one StatCounter of its communicator
 // (FifoEnd::traffic, set by the connection table from the transport that made
 // it) and adds each slot's bytes when it posts (sender) or frees (receiver)
-// the slot, so the fast path pays one relaxed atomic add per slot. Readers
-// (chorusCommGetStats, from any thread) see each counter's latest value; a
-// reader racing with a running call may see one counter ahead of another.
+// the slot. Every counter has one writer at a time: the thread running the
+// communicator's operation, under its opMutex (which orders one call's
+// writes before the next's), so add() is a relaxed load and store rather
+// than a locked read-modify-write: the fast path pays no atomic instruction
+// (a locked add per slot would also wait for the slot's stores to leave the
+// store buffer). Readers (chorusCommGetStats, from any thread) see each
+// counter's latest value; a reader racing with a running call may see one
+// counter ahead of another.
 #pragma once
 
 #include <atomic>
@@ -32,7 +37,8 @@ inline LinkKind linkKindOf(const char* transportName) {
 
 class StatCounter {
  public:
-  void add(uint64_t n) { value_.fetch_add(n, std::memory_order_relaxed); }
+  // Only the one writer (see above) may call this.
+  void add(uint64_t n) { value_.store(value_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed); }
   uint64_t read() const { return value_.load(std::memory_order_relaxed); }
 
  private:

@@ -89,9 +89,7 @@ class CommGuard {
 // The call starts in the communicator's activity record (stall reports,
 // status report) with the numbers stampPlan gave it.
 void recordCall(const Plan& plan) {
-  int collectives = 0;
-  for (const Task& t : plan.tasks) collectives += t.type == CollType::Send || t.type == CollType::Recv ? 0 : 1;
-  plan.comm->activity.begin(plan.stamps[0].mine, static_cast<int>(plan.tasks.size()), collectives);
+  plan.comm->activity.begin(plan.stamps[0].mine, static_cast<int>(plan.tasks.size()), plan.collectives);
 }
 
 // The plan for one communicator's share of the group: from the cache when

@@ -83,6 +83,14 @@ struct Plan {
   ncclComm* comm = nullptr;
   std::vector<Task> tasks;      // owns the ReduceSpecs; Segment::task indexes it
   std::vector<OpStamp> stamps;  // one per task, set for each launch (stampPlan)
+  // Made once by the first stampPlan (a plan's tasks never change): `stamps`
+  // but for their sequence numbers, which each launch sets, and how many of
+  // the tasks are collectives (not Send/Recv).
+  bool stampsMade = false;
+  int collectives = 0;
+  // The highest sequence number of the plan's collectives in this launch
+  // (0: none), the mark its completion marks carry (plan_verdict.cc).
+  uint64_t collectiveSeq = 0;
   // The send connectors whose receiver's call is not proven to match by the
   // plan's own receives (plan_verdict.cc); sendsTaken waits for these only.
   // Set once the plan's connectors are connected (stampPlan or connectPlan);

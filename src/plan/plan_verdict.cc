@@ -128,19 +128,13 @@ void classifySends(Plan& plan) {
 void flagAwaitedSends(const Plan& plan) {
   const auto& waited = plan.unprovenSends;
   for (const ConnRef& c : plan.conns)
-    if (c.send != nullptr)
+    if (c.send != nullptr && c.send->end().takenCounter)  // only such ends pass the flag on (SendConnector::post)
       c.send->setAwaited(!plan.sendsClassified || std::find(waited.begin(), waited.end(), c.send) != waited.end());
 }
 
 namespace {
 
-uint64_t collectiveSeq(const Plan& plan) {
-  uint64_t seq = 0;
-  for (size_t i = 0; i < plan.stamps.size() && i < plan.tasks.size(); ++i)
-    if (plan.tasks[i].type != CollType::Send && plan.tasks[i].type != CollType::Recv)
-      seq = std::max<uint64_t>(seq, plan.stamps[i].mine.seq);
-  return seq;
-}
+uint64_t collectiveSeq(const Plan& plan) { return plan.collectiveSeq; }  // set by stampPlan
 
 // Stores `seq` once (a waiting plan marks again on every pass); true when it changed.
 bool mark(std::atomic<uint64_t>& at, uint64_t seq) {
