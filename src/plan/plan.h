@@ -107,6 +107,9 @@ struct Plan {
   // receivers hear nothing else from their root, which waits for all of them.
   std::vector<RecvConnector*> awaitRootDone;
   bool sendsClassified = false;
+  // Set with sendsClassified: some send connector passes on whether the plan
+  // waits for its receiver (FifoEnd::takenCounter, flagAwaitedSends).
+  bool flagsSends = false;
   std::vector<Lane> lanes;
   std::vector<ConnRef> conns;
   std::vector<int32_t> rankTable;  // ring orders of RingGather/RingScatter segments (Segment::ringTable)

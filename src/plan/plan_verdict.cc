@@ -99,9 +99,10 @@ bool findStrayWait(const Plan& plan, OpMismatchRecord* r) {
 // rank; a scatter's receivers also wait for the root (awaitRootDone), since
 // they send nothing it could refuse.
 bool completesTogether(const Plan& plan) {
-  if (plan.tasks.size() != 1) return false;
-  const CollType t = plan.tasks[0].type;
-  return t == CollType::Broadcast || t == CollType::Reduce || t == CollType::Gather || t == CollType::Scatter;
+  constexpr auto bit = [](CollType t) { return 1u << static_cast<unsigned>(t); };
+  constexpr unsigned kTogether =
+      bit(CollType::Broadcast) | bit(CollType::Reduce) | bit(CollType::Gather) | bit(CollType::Scatter);
+  return plan.tasks.size() == 1 && (kTogether & bit(plan.tasks[0].type)) != 0;
 }
 
 void classifySends(Plan& plan) {
@@ -121,11 +122,15 @@ void classifySends(Plan& plan) {
   if (completesTogether(plan) && plan.tasks[0].type == CollType::Scatter)
     for (const ConnRef& c : plan.conns)
       if (c.recv != nullptr) plan.awaitRootDone.push_back(c.recv);
+  plan.flagsSends = false;
+  for (const ConnRef& c : plan.conns)
+    plan.flagsSends = plan.flagsSends || (c.send != nullptr && c.send->end().takenCounter);
   plan.sendsClassified = true;
   flagAwaitedSends(plan);
 }
 
 void flagAwaitedSends(const Plan& plan) {
+  if (plan.sendsClassified && !plan.flagsSends) return;  // the common case: nothing to tell
   const auto& waited = plan.unprovenSends;
   for (const ConnRef& c : plan.conns)
     if (c.send != nullptr && c.send->end().takenCounter)  // only such ends pass the flag on (SendConnector::post)
@@ -157,9 +162,11 @@ void markDone(const Plan& plan, bool finished) {
   const uint64_t seq = collectiveSeq(plan);
   if (seq == 0 || !plan.comm->id.hostMode) return;
   for (const ConnRef& c : plan.conns) {
-    if (c.recv != nullptr && carriesDoneMarks(c.end()) && mark(c.end().ctl->doneSeq, seq) && finished)
-      endMoved(c.end());
-    if (c.send != nullptr && finished && shared(c.end())) mark(c.end().ctl->sentDoneSeq, seq);
+    if (c.recv != nullptr) {
+      if (carriesDoneMarks(c.recv->end()) && mark(c.recv->end().ctl->doneSeq, seq) && finished) endMoved(c.recv->end());
+    } else if (finished && shared(c.send->end())) {
+      mark(c.send->end().ctl->sentDoneSeq, seq);
+    }
   }
 }
 
@@ -208,7 +215,10 @@ bool rootsDone(const Plan& plan) {
          firstUnmarked(plan.awaitRootDone, &FifoControl::sentDoneSeq, collectiveSeq(plan), shared) < 0;
 }
 
-bool sendsTaken(const Plan& plan) {
+namespace {
+
+// sendsTaken for a plan with sends to wait for (kept out of its fast path).
+[[gnu::noinline]] bool awaitedSendsTaken(const Plan& plan) {
   if (plan.sendsClassified) {
     for (SendConnector* s : plan.unprovenSends)
       if (!s->drained()) return false;
@@ -218,6 +228,14 @@ bool sendsTaken(const Plan& plan) {
   for (const ConnRef& c : plan.conns)
     if (c.send != nullptr && !c.send->drained()) return false;
   return true;
+}
+
+}  // namespace
+
+bool sendsTaken(const Plan& plan) {
+  // The common case (one collective whose receives proved every send): nothing to wait for.
+  if (plan.sendsClassified && plan.unprovenSends.empty() && plan.awaitDone.empty()) return true;
+  return awaitedSendsTaken(plan);
 }
 
 }  // namespace chorus

@@ -188,8 +188,11 @@ struct FifoEnd {
   // The communicator's counter of this end's direction and link
   // (core/traffic_stats.h); null for connectors no communicator counts.
   StatCounter* traffic = nullptr;
-  char* slot(uint64_t index) const {
-    return slots + (index % nslots) * static_cast<size_t>(slotStride != 0 ? slotStride : slotBytes);
+  char* slot(uint64_t index) const { return slotAt(static_cast<uint32_t>(index % nslots)); }
+  // Slot `pos` (0 <= pos < nslots): what the connectors use, which keep their
+  // position wrapped instead of dividing by nslots on every access.
+  char* slotAt(uint32_t pos) const {
+    return slots + pos * static_cast<size_t>(slotStride != 0 ? slotStride : slotBytes);
   }
 };
 
@@ -233,13 +236,14 @@ class SendConnector {
     headCache_ = end_.ctl->head.load(std::memory_order_acquire);
     return tail_ - headCache_ < end_.nslots;
   }
-  char* slot() const { return end_.slot(tail_); }
+  char* slot() const { return end_.slotAt(pos_); }
   void post(uint32_t bytes, const OpPrint& print = {}) {
     if (end_.traffic != nullptr) end_.traffic->add(slotPayloadBytes(slot(), bytes));
-    end_.ctl->sizes[tail_ % end_.nslots] = bytes;
-    end_.ctl->prints.slot[tail_ % end_.nslots] = print;
-    if (end_.takenCounter) end_.ctl->senderWaits[tail_ % end_.nslots] = awaited_ ? 1 : 0;
+    end_.ctl->sizes[pos_] = bytes;
+    end_.ctl->prints.slot[pos_] = print;
+    if (end_.takenCounter) end_.ctl->senderWaits[pos_] = awaited_ ? 1 : 0;
     end_.ctl->tail.store(++tail_, std::memory_order_release);
+    if (++pos_ == end_.nslots) pos_ = 0;
     endMoved(end_);
   }
   // The slot most recently posted (valid until the receiver frees it).
@@ -262,6 +266,7 @@ class SendConnector {
 
   FifoEnd end_;
   uint64_t tail_ = 0;
+  uint32_t pos_ = 0;  // tail_ % nslots
   uint64_t headCache_ = 0;
   uint64_t takenCache_ = 0;
   uint32_t misses_ = 0;  // checks that found nothing (moveOnMiss)
@@ -278,12 +283,13 @@ class RecvConnector {
     tailCache_ = end_.ctl->tail.load(std::memory_order_acquire);
     return head_ < tailCache_;
   }
-  const char* slot() const { return end_.slot(head_); }
-  uint32_t size() const { return end_.ctl->sizes[head_ % end_.nslots]; }
-  const OpPrint& print() const { return end_.ctl->prints.slot[head_ % end_.nslots]; }
+  const char* slot() const { return end_.slotAt(pos_); }
+  uint32_t size() const { return end_.ctl->sizes[pos_]; }
+  const OpPrint& print() const { return end_.ctl->prints.slot[pos_]; }
   void release() {
     if (end_.traffic != nullptr) end_.traffic->add(slotPayloadBytes(slot(), size()));
     end_.ctl->head.store(++head_, std::memory_order_release);
+    if (++pos_ == end_.nslots) pos_ = 0;
     endMoved(end_);
   }
   const FifoEnd& end() const { return end_; }
@@ -291,6 +297,7 @@ class RecvConnector {
  private:
   FifoEnd end_;
   uint64_t head_ = 0;
+  uint32_t pos_ = 0;  // head_ % nslots
   uint64_t tailCache_ = 0;
   uint32_t misses_ = 0;  // checks that found nothing (moveOnMiss)
 };
