@@ -211,11 +211,11 @@ inline void endMoved(const FifoEnd& end) {
     end.doorbell->ring();
 }
 
-// Whether a completion mark (FifoControl::doneSeq) the receiver writes on
-// its end reaches the sender's: the ends share the control block, or a
-// framed network link carries the mark back in its acks (net_wire.h).
-// Kernel-driven network links (GPU mode) carry none.
-inline bool carriesDoneMarks(const FifoEnd& end) { return !end.health || end.takenCounter; }
+// Whether what the receiver writes on its end for its sender (its completion
+// mark FifoControl::doneSeq, its intent) reaches the sender's: the ends share
+// the control block, or a framed network link carries both back in its acks
+// (net_wire.h). Kernel-driven network links (GPU mode) carry neither.
+inline bool carriesReceiverMarks(const FifoEnd& end) { return !end.health || end.takenCounter; }
 
 // The bytes a slot of `size` stands for: its size, or for a zero-copy
 // descriptor the whole step the receiver copies from the sender's buffer.

@@ -99,6 +99,7 @@ struct NetLink {
   uint64_t ackInFlight = 0;   // receiver: head carried by ackReq
   uint64_t ackedDone = 0;     // receiver: doneSeq in the last ack posted
   uint64_t doneInFlight = 0;  // receiver: doneSeq carried by ackReq
+  OpPrint intentInFlight{};   // receiver: the latest intent given to an ack
   bool reverseGone = false;   // the reverse connection closed or broke
   bool verdictPosted = false;
   void* verdictReq = nullptr;

@@ -83,12 +83,18 @@ void takeAck(NetLink& link, size_t bytes) {
   link.remoteHead = std::max(link.remoteHead, a.head);
   if (a.doneSeq > link.ctl->doneSeq.load(std::memory_order_relaxed))
     link.ctl->doneSeq.store(a.doneSeq, std::memory_order_release);
+  if (a.hasIntent) fifoSetIntent(link.ctl, a.intent);
   if (a.hasVerdict) fifoSetMismatch(link.ctl, a.verdict);
 }
 
 void ackSent(NetLink& link) {
   link.ackedHead = link.ackInFlight;
   link.ackedDone = link.doneInFlight;
+}
+
+// The receiver's intent if it changed since the last ack posted.
+bool newIntent(NetLink& link, OpPrint* intent) {
+  return fifoIntent(link.ctl, intent) && std::memcmp(intent, &link.intentInFlight, sizeof(OpPrint)) != 0;
 }
 
 int64_t steadyNs() {
@@ -212,18 +218,23 @@ void stepReceiverAck(NetLink& link, bool* progressed) {
   const uint64_t head = link.ctl->head.load(std::memory_order_acquire);
   const uint64_t done = link.ctl->doneSeq.load(std::memory_order_acquire);
   const bool verdict = !link.verdictAcked && fifoMismatch(link.ctl, &a.verdict);
-  if (head == link.ackedHead && done == link.ackedDone && !verdict) return;
+  OpPrint intent;
+  const bool intentMoved = newIntent(link, &intent);
+  if (head == link.ackedHead && done == link.ackedDone && !verdict && !intentMoved) return;
   if (!ackIsDue(link, head, verdict)) return;
   a.magic = netwire::kMagic;
   a.hasVerdict = verdict ? 1 : 0;
   a.head = head;
   a.doneSeq = done;
+  a.hasIntent = intentMoved ? 1 : 0;
+  if (intentMoved) a.intent = intent;
   clearLastError();
   const ncclResult_t res = link.net->isend(link.revComm, &a, sizeof(Ack), 0, link.revSideMh, &link.ackReq);
   if (res != ncclSuccess) return reverseGone(link, "isend(ack) failed");
   if (link.ackReq == nullptr) return;
   link.ackInFlight = head;
   link.doneInFlight = done;
+  if (intentMoved) link.intentInFlight = intent;
   link.ackDueNs.store(0, std::memory_order_relaxed);
   link.verdictAcked = link.verdictAcked || verdict;
   *progressed = true;

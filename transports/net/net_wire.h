@@ -11,8 +11,8 @@
 //  3. at most one Verdict (SlotHeader + OpMismatchRecord): the sender's
 //     rank found that the calls do not match; nothing useful follows.
 // Reverse connection (receiver -> sender): Acks, each with the receiver's
-// head (slots it has released), its completion mark (doneSeq) and, once, its
-// verdict. The sender publishes the head as FifoControl::taken, which
+// head (slots it has released), its completion mark (doneSeq), its intent
+// (the rooted call it waits in) and, once, its verdict. The sender publishes the head as FifoControl::taken, which
 // drained() waits for, so a send counts as taken only once the peer took it,
 // as with shm, and the mark as its own control block's doneSeq. A slot
 // whose sender waits for it says so (kSenderWaits) and is acked at once;
@@ -52,6 +52,9 @@ struct Ack {
   uint64_t head;  // slots the receiver has released
   OpMismatchRecord verdict;
   uint64_t doneSeq;  // the receiver's FifoControl::doneSeq (its latest completed collective)
+  uint32_t hasIntent;
+  uint32_t pad;
+  OpPrint intent;  // the receiver's FifoControl::intent (what its rooted call waits for)
 };
 
 // The link's own small messages (not slots): registered once per connection.
