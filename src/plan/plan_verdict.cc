@@ -78,7 +78,7 @@ bool findStrayWait(const Plan& plan, OpMismatchRecord* r) {
   plan.comm->conns->forEachSend([&](const SendConnector& out) {
     OpPrint theirs;
     const FifoEnd& e = out.end();
-    if (found || e.ctl == nullptr || !carriesReceiverMarks(e) || !fifoIntent(e.ctl, &theirs)) return;
+    if (found || e.ctl == nullptr || !carriesMarks(e) || !fifoIntent(e.ctl, &theirs)) return;
     for (size_t k = 0; k < plan.stamps.size() && k < plan.tasks.size() && !found; ++k) {
       if (!notesDisagree(plan.stamps[k].mine, plan.tasks[k].root, self, theirs, self, e.peer)) continue;
       *r = OpMismatchRecord{plan.stamps[k].mine, theirs, self, e.peer};
@@ -149,30 +149,25 @@ bool mark(std::atomic<uint64_t>& at, uint64_t seq) {
   return true;
 }
 
-// A proxy's link has no shared control block: its ends carry no root marks
-// and no intents (receivers' completion marks travel in its acks:
-// carriesReceiverMarks).
-bool shared(const FifoEnd& e) { return e.ctl != nullptr && !e.health; }
-
 // `finished`: a rooted plan that finished, whose peers wait for its marks:
-// also the send connectors' mark, and a network link sends the receivers'
-// mark back at once. A plan that marks when it starts lets the mark ride on
-// the link's next ack (it acks the slots this plan takes): nobody waits on
-// it alone, and an ack per call would be a second message per slot.
+// also the send connectors' mark, and a network link sends both marks at
+// once (the receivers' in an ack, the senders' on its mark connection). A plan that marks when it starts lets the mark
+// ride on the link's next ack (it acks the slots this plan takes): nobody waits on it alone, and an ack per call would
+// be a second message per slot.
 void markDone(const Plan& plan, bool finished) {
   const uint64_t seq = collectiveSeq(plan);
   if (seq == 0 || !plan.comm->id.hostMode) return;
   for (const ConnRef& c : plan.conns) {
-    if (c.recv != nullptr && carriesReceiverMarks(c.end()) && mark(c.end().ctl->doneSeq, seq) && finished)
+    if (c.recv != nullptr && carriesMarks(c.end()) && mark(c.end().ctl->doneSeq, seq) && finished) endMoved(c.end());
+    if (c.send != nullptr && finished && carriesMarks(c.end()) && mark(c.end().ctl->sentDoneSeq, seq))
       endMoved(c.end());
-    if (c.send != nullptr && finished && shared(c.end())) mark(c.end().ctl->sentDoneSeq, seq);
   }
 }
 
 void publishIntent(const Plan& plan) {
   if (!plan.comm->id.hostMode || plan.stamps.empty()) return;
   for (const ConnRef& c : plan.conns)
-    if (c.recv != nullptr && carriesReceiverMarks(c.end())) fifoSetIntent(c.end().ctl, plan.stamps[0].mine);
+    if (c.recv != nullptr && carriesMarks(c.end())) fifoSetIntent(c.end().ctl, plan.stamps[0].mine);
 }
 
 // The peer of the first connector in `ends` whose `mark` is below `seq`, or
@@ -205,13 +200,13 @@ void markPlanDone(const Plan& plan) {
 
 int awaitedCompletion(const Plan& plan) {
   const uint64_t seq = collectiveSeq(plan);
-  const int receiver = firstUnmarked(plan.awaitDone, &FifoControl::doneSeq, seq, carriesReceiverMarks);
-  return receiver >= 0 ? receiver : firstUnmarked(plan.awaitRootDone, &FifoControl::sentDoneSeq, seq, shared);
+  const int receiver = firstUnmarked(plan.awaitDone, &FifoControl::doneSeq, seq, carriesMarks);
+  return receiver >= 0 ? receiver : firstUnmarked(plan.awaitRootDone, &FifoControl::sentDoneSeq, seq, carriesMarks);
 }
 
 bool rootsDone(const Plan& plan) {
   return plan.awaitRootDone.empty() ||
-         firstUnmarked(plan.awaitRootDone, &FifoControl::sentDoneSeq, collectiveSeq(plan), shared) < 0;
+         firstUnmarked(plan.awaitRootDone, &FifoControl::sentDoneSeq, collectiveSeq(plan), carriesMarks) < 0;
 }
 
 bool sendsTaken(const Plan& plan) {
@@ -219,7 +214,7 @@ bool sendsTaken(const Plan& plan) {
     for (SendConnector* s : plan.unprovenSends)
       if (!s->drained()) return false;
     return plan.awaitDone.empty() ||
-           firstUnmarked(plan.awaitDone, &FifoControl::doneSeq, collectiveSeq(plan), carriesReceiverMarks) < 0;
+           firstUnmarked(plan.awaitDone, &FifoControl::doneSeq, collectiveSeq(plan), carriesMarks) < 0;
   }
   for (const ConnRef& c : plan.conns)
     if (c.send != nullptr && !c.send->drained()) return false;
