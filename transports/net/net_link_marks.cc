@@ -63,7 +63,7 @@ void stepReceiverMarks(NetLink& link, bool* progressed) {
     }
     size_t bytes = 0;
     if (!sideDone(link, &link.markReq, "closed", marksClosed, &bytes)) return;
-    if (bytes != sizeof(MarkMessage) || m.magic != netwire::kMagic || m.kind != Kind::Mark) {
+    if (!netwire::validMark(m, bytes)) {
       clearLastError();
       netLinkCall(link, "receive(mark)", fail(ncclRemoteError, "the peer sent a malformed completion mark"));
       return;

@@ -78,7 +78,7 @@ void postHello(NetLink& link, bool* progressed) {
 
 void takeAck(NetLink& link, size_t bytes) {
   const Ack& a = link.side->ack;
-  if (bytes != sizeof(Ack) || a.magic != netwire::kMagic || a.head > link.posted) {
+  if (!netwire::validAck(a, bytes, link.posted)) {
     clearLastError();
     reverseGone(link, "sent a malformed ack");
     return;
@@ -197,7 +197,7 @@ void stepReceiverSide(NetLink& link, bool* progressed) {
     }
     size_t bytes = 0;
     if (!sideDone(link, &link.helloReq, "test(hello)", nullptr, &bytes)) return;
-    if (bytes != netwire::kHelloBytes || s.helloHeader.magic != netwire::kMagic || s.helloHeader.kind != Kind::Hello) {
+    if (!netwire::validHello(s.helloHeader, bytes)) {
       clearLastError();
       netLinkCall(link, "receive(hello)", fail(ncclRemoteError, "the peer's first message is not a hello"));
       return;

@@ -104,4 +104,20 @@ inline bool validSlotMessage(const SlotHeader& h, size_t bytes, const char** why
   return true;
 }
 
+// The first message on the forward connection (network input).
+inline bool validHello(const SlotHeader& h, size_t bytes) {
+  return bytes == kHelloBytes && h.magic == kMagic && h.kind == Kind::Hello;
+}
+
+// An ack of `bytes` (network input) for a sender that has posted `posted`
+// slots: the receiver cannot have released more than it was sent.
+inline bool validAck(const Ack& a, size_t bytes, uint64_t posted) {
+  return bytes == sizeof(Ack) && a.magic == kMagic && a.head <= posted;
+}
+
+// A message on the mark connection (network input).
+inline bool validMark(const MarkMessage& m, size_t bytes) {
+  return bytes == sizeof(MarkMessage) && m.magic == kMagic && m.kind == Kind::Mark;
+}
+
 }  // namespace chorus::netwire
