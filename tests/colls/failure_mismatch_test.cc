@@ -282,6 +282,27 @@ void lateRankInAChainOfSends(RankCtx& ctx) {
 TEST(SetupNotes, LateRankInAChainOfSendsThreads) { runThreads(3, lateRankInAChainOfSends, quick()); }
 TEST(SetupNotes, LateRankInAChainOfSendsProcesses) { runProcesses(3, lateRankInAChainOfSends, quick()); }
 
+// Rank 0 calls an AllReduce and then a Send, rank 1 the same AllReduce and
+// the matching Recv, 1 s late: rank 0's setup notes (counters included)
+// reach rank 1 before it calls, and must not make a late rank an error.
+void lateRankBeforeAnAllReduceAndASend(RankCtx& ctx) {
+  std::vector<float> out(1000, static_cast<float>(ctx.rank + 1)), sum(1000, 0.0f), in(1000, 0.0f);
+  if (ctx.rank == 1) std::this_thread::sleep_for(std::chrono::seconds(1));
+  if (!RANK_OK(ctx, ncclAllReduce(out.data(), sum.data(), out.size(), ncclFloat32, ncclSum, ctx.comm, nullptr))) return;
+  if (ctx.rank == 0 && !RANK_OK(ctx, ncclSend(out.data(), out.size(), ncclFloat32, 1, ctx.comm, nullptr))) return;
+  if (ctx.rank == 1 && !RANK_OK(ctx, ncclRecv(in.data(), in.size(), ncclFloat32, 0, ctx.comm, nullptr))) return;
+  if (sum[0] != 3.0f || sum[999] != 3.0f) ctx.fail("rank %d: the all-reduce gave %g, expected 3", ctx.rank, sum[0]);
+  if (ctx.rank == 1 && (in[0] != 1.0f || in[999] != 1.0f))
+    ctx.fail("rank 1: received %g from rank 0, expected 1", in[0]);
+}
+
+TEST(SetupNotes, LateRankBeforeAnAllReduceAndASendThreads) {
+  runThreads(2, lateRankBeforeAnAllReduceAndASend, quick());
+}
+TEST(SetupNotes, LateRankBeforeAnAllReduceAndASendProcesses) {
+  runProcesses(2, lateRankBeforeAnAllReduceAndASend, quick());
+}
+
 // Gather and scatter (RootedMismatch: completion marks and receivers'
 // intents live in control blocks both ends share, so not over network links).
 // Roots 0, 0, 2: two ranks each wait for the other's data and nothing flows
