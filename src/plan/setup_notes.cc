@@ -59,14 +59,32 @@ const CallTask* findP2p(const std::vector<CallTask>& tasks, CollType coll, int p
   return nullptr;
 }
 
+// Crossed sends: this rank sends to the peer and does not receive from it,
+// while the peer (which waits on this rank in setup) sends to this rank a
+// message this rank has not numbered a receive for, and does not receive
+// from it. Neither call can finish before the other: a deadlock, reported
+// like a mismatch. Sound in GPU mode too: both wait in setup, before their
+// calls can be enqueued.
+bool crossedSends(const Plan& plan, const std::vector<CallTask>& mine, int peer, const std::vector<CallTask>& theirs,
+                  OpMismatchRecord* r) {
+  const int self = plan.comm->id.rank;
+  const CallTask* out = findP2p(mine, CollType::Send, peer);
+  const CallTask* in = findP2p(theirs, CollType::Send, self);
+  if (out == nullptr || in == nullptr || findP2p(mine, CollType::Recv, peer) != nullptr ||
+      findP2p(theirs, CollType::Recv, self) != nullptr || in->print.seq <= plan.comm->opCounters.received(peer))
+    return false;
+  *r = OpMismatchRecord{out->print, in->print, self, peer};
+  return true;
+}
+
 PeerCounts countsTowards(const OpCounters& c, int peer) { return {c.collectives(), c.sent(peer), c.received(peer)}; }
 
 // Calls blocked on each other (plan/blocked_calls.h): the peer's call, the
 // one its note describes, needs an operation this rank has not numbered,
 // and this rank's call one the peer had not numbered when it sent the note.
-// Neither call can return (crossed sends are the simplest case): a deadlock,
-// reported like a mismatch. Host mode only: a GPU-mode call returns once
-// enqueued, so its rank may have numbered more since.
+// Neither call can return: a deadlock, reported like a mismatch. Host mode
+// only: a GPU-mode call returns once enqueued, so its rank may have
+// numbered more since.
 bool blockedOnEachOther(const Plan& plan, const std::vector<CallTask>& mine, int peer,
                         const std::vector<CallTask>& theirs, const PeerCounts& theirCounts, OpMismatchRecord* r) {
   const ncclComm* comm = plan.comm;
@@ -174,7 +192,8 @@ bool judgeOps(const Plan& plan, int peer, const uint8_t* body, size_t count, OpM
       *r = OpMismatchRecord{m.print, t.print, self, peer};
       return true;
     }
-  if (blockedOnEachOther(plan, mine, peer, theirs, noteCounts(body), r)) return true;
+  if (crossedSends(plan, mine, peer, theirs, r) || blockedOnEachOther(plan, mine, peer, theirs, noteCounts(body), r))
+    return true;
   const CallTask* in = findP2p(theirs, CollType::Send, self);
   return in != nullptr && onlySends(theirs) && extendChain(plan, {Hop{in->print, peer, self}}, r);
 }
