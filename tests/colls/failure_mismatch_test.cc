@@ -304,7 +304,7 @@ TEST(SetupNotes, LateRankBeforeAnAllReduceAndASendProcesses) {
 }
 
 // Gather and scatter (RootedMismatch: completion marks and receivers'
-// intents live in control blocks both ends share, so not over network links).
+// intents; over network links they travel in acks and on the mark connection).
 // Roots 0, 0, 2: two ranks each wait for the other's data and nothing flows
 // between them; rank 1's data is taken, but it waits for its root to finish.
 TEST(RootedMismatch, ThreeRanksGatherWithDifferentRoots) {
