@@ -96,9 +96,10 @@ class OpCounters {
  public:
   // The sequence number of the next call of `coll` (with peer `peer` for Send/Recv).
   uint32_t next(CollType coll, int peer);
-  // Collectives numbered so far; receives from `peer` numbered so far.
+  // Collectives numbered so far; receives from and sends to `peer` numbered so far.
   uint32_t collectives() const { return coll_; }
   uint32_t received(int peer) const { return peer >= 0 && static_cast<size_t>(peer) < recv_.size() ? recv_[peer] : 0; }
+  uint32_t sent(int peer) const { return peer >= 0 && static_cast<size_t>(peer) < send_.size() ? send_[peer] : 0; }
 
  private:
   uint32_t coll_ = 0;

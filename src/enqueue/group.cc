@@ -155,10 +155,23 @@ class SetupNoteWatch {
   OpMismatchRecord record_;
 };
 
+// The ranks a plan that made connectors sends its setup note to: those it
+// waits for in setup and (host mode) those it announced receivers to, which
+// may wait for it without any connector towards it (gathers with different
+// roots as a first call: docs/reliability.md, "First calls").
+std::vector<int> notedPeers(ncclComm* comm) {
+  std::vector<int> peers = comm->conns->pendingPeers();
+  for (int p : comm->conns->takeAnnounced())
+    if (comm->id.hostMode && std::find(peers.begin(), peers.end(), p) == peers.end()) peers.push_back(p);
+  return peers;
+}
+
 ncclResult_t connectPlan(Plan* plan) {
   ncclComm* comm = plan->comm;
-  if (!comm->conns->hasPending()) return ncclSuccess;  // the common case: a repeated call allocates nothing
-  sendSetupNotes(*plan, comm->conns->pendingPeers());
+  // The common case: a repeated call allocates nothing.
+  if (!comm->conns->hasPending() && !comm->conns->hasAnnounced()) return ncclSuccess;
+  sendSetupNotes(*plan, notedPeers(comm));
+  if (!comm->conns->hasPending()) return ncclSuccess;
   std::string gone;  // a dead peer ends the wait even without a time limit
   WaitBound bound = watchPeers(waitBoundLimit(comm->config.timeoutMs, &comm->abortFlag), comm, &gone);
   SetupNoteWatch notes(*plan);

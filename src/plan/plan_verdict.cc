@@ -78,7 +78,7 @@ bool findStrayWait(const Plan& plan, OpMismatchRecord* r) {
   plan.comm->conns->forEachSend([&](const SendConnector& out) {
     OpPrint theirs;
     const FifoEnd& e = out.end();
-    if (found || e.ctl == nullptr || e.health || !fifoIntent(e.ctl, &theirs)) return;
+    if (found || e.ctl == nullptr || !carriesMarks(e) || !fifoIntent(e.ctl, &theirs)) return;
     for (size_t k = 0; k < plan.stamps.size() && k < plan.tasks.size() && !found; ++k) {
       if (!notesDisagree(plan.stamps[k].mine, plan.tasks[k].root, self, theirs, self, e.peer)) continue;
       *r = OpMismatchRecord{plan.stamps[k].mine, theirs, self, e.peer};
@@ -148,24 +148,19 @@ bool mark(std::atomic<uint64_t>& at, uint64_t seq) {
   return true;
 }
 
-// A proxy's link has no shared control block: its ends carry no root marks
-// and no intents (receivers' completion marks travel in its acks:
-// carriesDoneMarks).
-bool shared(const FifoEnd& e) { return e.ctl != nullptr && !e.health; }
-
 // `finished`: a rooted plan that finished, whose peers wait for its marks:
-// also the send connectors' mark, and a network link sends the receivers'
-// mark back at once. A plan that marks when it starts lets the mark ride on
-// the link's next ack (it acks the slots this plan takes): nobody waits on
-// it alone, and an ack per call would be a second message per slot.
+// also the send connectors' mark, and a network link sends both marks at
+// once (the receivers' in an ack, the senders' on its mark connection). A plan that marks when it starts lets the mark
+// ride on the link's next ack (it acks the slots this plan takes): nobody waits on it alone, and an ack per call would
+// be a second message per slot.
 void markDone(const Plan& plan, bool finished) {
   const uint64_t seq = collectiveSeq(plan);
   if (seq == 0 || !plan.comm->id.hostMode) return;
   for (const ConnRef& c : plan.conns) {
     if (c.recv != nullptr) {
-      if (carriesDoneMarks(c.recv->end()) && mark(c.recv->end().ctl->doneSeq, seq) && finished) endMoved(c.recv->end());
-    } else if (finished && shared(c.send->end())) {
-      mark(c.send->end().ctl->sentDoneSeq, seq);
+      if (carriesMarks(c.recv->end()) && mark(c.recv->end().ctl->doneSeq, seq) && finished) endMoved(c.recv->end());
+    } else if (finished && carriesMarks(c.send->end()) && mark(c.send->end().ctl->sentDoneSeq, seq)) {
+      endMoved(c.send->end());
     }
   }
 }
@@ -173,7 +168,7 @@ void markDone(const Plan& plan, bool finished) {
 void publishIntent(const Plan& plan) {
   if (!plan.comm->id.hostMode || plan.stamps.empty()) return;
   for (const ConnRef& c : plan.conns)
-    if (c.recv != nullptr && shared(c.end())) fifoSetIntent(c.end().ctl, plan.stamps[0].mine);
+    if (c.recv != nullptr && carriesMarks(c.end())) fifoSetIntent(c.end().ctl, plan.stamps[0].mine);
 }
 
 // The peer of the first connector in `ends` whose `mark` is below `seq`, or
@@ -206,13 +201,13 @@ void markPlanDone(const Plan& plan) {
 
 int awaitedCompletion(const Plan& plan) {
   const uint64_t seq = collectiveSeq(plan);
-  const int receiver = firstUnmarked(plan.awaitDone, &FifoControl::doneSeq, seq, carriesDoneMarks);
-  return receiver >= 0 ? receiver : firstUnmarked(plan.awaitRootDone, &FifoControl::sentDoneSeq, seq, shared);
+  const int receiver = firstUnmarked(plan.awaitDone, &FifoControl::doneSeq, seq, carriesMarks);
+  return receiver >= 0 ? receiver : firstUnmarked(plan.awaitRootDone, &FifoControl::sentDoneSeq, seq, carriesMarks);
 }
 
 bool rootsDone(const Plan& plan) {
   return plan.awaitRootDone.empty() ||
-         firstUnmarked(plan.awaitRootDone, &FifoControl::sentDoneSeq, collectiveSeq(plan), shared) < 0;
+         firstUnmarked(plan.awaitRootDone, &FifoControl::sentDoneSeq, collectiveSeq(plan), carriesMarks) < 0;
 }
 
 namespace {
@@ -223,7 +218,7 @@ namespace {
     for (SendConnector* s : plan.unprovenSends)
       if (!s->drained()) return false;
     return plan.awaitDone.empty() ||
-           firstUnmarked(plan.awaitDone, &FifoControl::doneSeq, collectiveSeq(plan), carriesDoneMarks) < 0;
+           firstUnmarked(plan.awaitDone, &FifoControl::doneSeq, collectiveSeq(plan), carriesMarks) < 0;
   }
   for (const ConnRef& c : plan.conns)
     if (c.send != nullptr && !c.send->drained()) return false;

@@ -8,6 +8,7 @@
 #include "core/little_endian.h"
 #include "core/log.h"
 #include "kernels/common/step_rules.h"
+#include "plan/blocked_calls.h"
 #include "plan/plan.h"
 #include "transport/connection_table.h"
 
@@ -15,9 +16,10 @@ namespace chorus {
 namespace {
 
 const char* const kNoteTag = "opnote";
-constexpr uint64_t kMagic = 0x3130544f4e504fULL;  // "OPNOT01"
+constexpr uint64_t kMagic = 0x3230544f4e504fULL;  // "OPNOT02"
 constexpr uint8_t kOps = 1, kVerdict = 2, kChain = 3;
 constexpr size_t kHeader = 16;     // magic, kind, count, rank
+constexpr size_t kCounts = 16;     // an ops note's PeerCounts towards its recipient, padding
 constexpr size_t kTaskBytes = 32;  // OpPrint, peer, padding
 constexpr size_t kMaxTasks = 64;   // a note names the first tasks of a large group only
 constexpr size_t kHopBytes = 32;   // OpPrint, from, to
@@ -41,13 +43,8 @@ void post(const Plan& plan, int peer, std::vector<uint8_t> note) {
     CHORUS_INFO(kLogColl, "rank %d: could not send a setup note to rank %d", plan.comm->id.rank, peer);
 }
 
-struct NoteTask {
-  OpPrint print;
-  int peer;  // of a Send/Recv
-};
-
-std::vector<NoteTask> noteTasks(const uint8_t* tasks, size_t count) {
-  std::vector<NoteTask> out(count);
+std::vector<CallTask> noteTasks(const uint8_t* tasks, size_t count) {
+  std::vector<CallTask> out(count);
   for (size_t i = 0; i < count; ++i) {
     std::memcpy(&out[i].print, tasks + i * kTaskBytes, sizeof(OpPrint));
     out[i].peer = static_cast<int32_t>(static_cast<uint32_t>(loadLittleEndian(tasks + i * kTaskBytes + 24, 4)));
@@ -56,8 +53,8 @@ std::vector<NoteTask> noteTasks(const uint8_t* tasks, size_t count) {
 }
 
 // The first task of `tasks` of type `coll` with peer `peer`, or nullptr.
-const NoteTask* findP2p(const std::vector<NoteTask>& tasks, CollType coll, int peer) {
-  for (const NoteTask& t : tasks)
+const CallTask* findP2p(const std::vector<CallTask>& tasks, CollType coll, int peer) {
+  for (const CallTask& t : tasks)
     if (static_cast<CollType>(t.print.coll) == coll && t.peer == peer) return &t;
   return nullptr;
 }
@@ -66,12 +63,13 @@ const NoteTask* findP2p(const std::vector<NoteTask>& tasks, CollType coll, int p
 // while the peer (which waits on this rank in setup) sends to this rank a
 // message this rank has not numbered a receive for, and does not receive
 // from it. Neither call can finish before the other: a deadlock, reported
-// like a mismatch.
-bool crossedSends(const Plan& plan, const std::vector<NoteTask>& mine, int peer, const std::vector<NoteTask>& theirs,
+// like a mismatch. Sound in GPU mode too: both wait in setup, before their
+// calls can be enqueued.
+bool crossedSends(const Plan& plan, const std::vector<CallTask>& mine, int peer, const std::vector<CallTask>& theirs,
                   OpMismatchRecord* r) {
   const int self = plan.comm->id.rank;
-  const NoteTask* out = findP2p(mine, CollType::Send, peer);
-  const NoteTask* in = findP2p(theirs, CollType::Send, self);
+  const CallTask* out = findP2p(mine, CollType::Send, peer);
+  const CallTask* in = findP2p(theirs, CollType::Send, self);
   if (out == nullptr || in == nullptr || findP2p(mine, CollType::Recv, peer) != nullptr ||
       findP2p(theirs, CollType::Recv, self) != nullptr || in->print.seq <= plan.comm->opCounters.received(peer))
     return false;
@@ -79,15 +77,35 @@ bool crossedSends(const Plan& plan, const std::vector<NoteTask>& mine, int peer,
   return true;
 }
 
-std::vector<NoteTask> planTasks(const Plan& plan) {
-  std::vector<NoteTask> mine;
+PeerCounts countsTowards(const OpCounters& c, int peer) { return {c.collectives(), c.sent(peer), c.received(peer)}; }
+
+// Calls blocked on each other (plan/blocked_calls.h): the peer's call, the
+// one its note describes, needs an operation this rank has not numbered,
+// and this rank's call one the peer had not numbered when it sent the note.
+// Neither call can return: a deadlock, reported like a mismatch. Host mode
+// only: a GPU-mode call returns once enqueued, so its rank may have
+// numbered more since.
+bool blockedOnEachOther(const Plan& plan, const std::vector<CallTask>& mine, int peer,
+                        const std::vector<CallTask>& theirs, const PeerCounts& theirCounts, OpMismatchRecord* r) {
+  const ncclComm* comm = plan.comm;
+  const int self = comm->id.rank;
+  if (!comm->id.hostMode || !comm->conns || !comm->conns->peer(peer).hostMode) return false;
+  const int in = firstUnmetNeed(theirs, peer, self, countsTowards(comm->opCounters, peer));
+  const int out = in < 0 ? -1 : firstUnmetNeed(mine, self, peer, theirCounts);
+  if (out < 0) return false;
+  *r = OpMismatchRecord{mine[out].print, theirs[in].print, self, peer};
+  return true;
+}
+
+std::vector<CallTask> planTasks(const Plan& plan) {
+  std::vector<CallTask> mine;
   for (size_t k = 0; k < plan.tasks.size() && k < plan.stamps.size(); ++k)
     mine.push_back({plan.stamps[k].mine, plan.tasks[k].root});
   return mine;
 }
 
-bool onlySends(const std::vector<NoteTask>& tasks) {
-  for (const NoteTask& t : tasks)
+bool onlySends(const std::vector<CallTask>& tasks) {
+  for (const CallTask& t : tasks)
     if (static_cast<CollType>(t.print.coll) != CollType::Send) return false;
   return !tasks.empty();
 }
@@ -134,7 +152,7 @@ std::vector<Hop> noteHops(const uint8_t* hops, size_t count) {
 // edges: a cycle gives true with *r, else the longer chains go on.
 bool extendChain(const Plan& plan, const std::vector<Hop>& chain, OpMismatchRecord* r) {
   const int self = plan.comm->id.rank;
-  const std::vector<NoteTask> mine = planTasks(plan);
+  const std::vector<CallTask> mine = planTasks(plan);
   const Hop& in = chain.back();
   if (!onlySends(mine) || in.to != self || static_cast<CollType>(in.send.coll) != CollType::Send ||
       plan.comm->opCounters.received(in.from) != 0 || chain.size() >= kMaxTasks)
@@ -142,7 +160,7 @@ bool extendChain(const Plan& plan, const std::vector<Hop>& chain, OpMismatchReco
   const std::vector<int> waitsFor = plan.comm->conns->pendingPeers();
   for (int target : waitsFor)
     for (const Hop& h : chain) {
-      const NoteTask* out = findP2p(mine, CollType::Send, target);
+      const CallTask* out = findP2p(mine, CollType::Send, target);
       if (out == nullptr || h.from != target) continue;
       OpPrint theirs = h.send;
       theirs.root = h.to;
@@ -150,7 +168,7 @@ bool extendChain(const Plan& plan, const std::vector<Hop>& chain, OpMismatchReco
       return true;
     }
   for (int target : waitsFor)
-    if (const NoteTask* out = findP2p(mine, CollType::Send, target)) {
+    if (const CallTask* out = findP2p(mine, CollType::Send, target)) {
       std::vector<Hop> longer = chain;
       longer.push_back({out->print, self, target});
       post(plan, target, chainNote(self, longer));
@@ -158,19 +176,25 @@ bool extendChain(const Plan& plan, const std::vector<Hop>& chain, OpMismatchReco
   return false;
 }
 
+PeerCounts noteCounts(const uint8_t* at) {
+  return {static_cast<uint32_t>(loadLittleEndian(at, 4)), static_cast<uint32_t>(loadLittleEndian(at + 4, 4)),
+          static_cast<uint32_t>(loadLittleEndian(at + 8, 4))};
+}
+
 // The mismatch between the plan and one note of rank `peer`, if any.
-bool judgeOps(const Plan& plan, int peer, const uint8_t* tasks, size_t count, OpMismatchRecord* r) {
+bool judgeOps(const Plan& plan, int peer, const uint8_t* body, size_t count, OpMismatchRecord* r) {
   const int self = plan.comm->id.rank;
-  const std::vector<NoteTask> mine = planTasks(plan);
-  const std::vector<NoteTask> theirs = noteTasks(tasks, count);
-  for (const NoteTask& t : theirs)
-    for (const NoteTask& m : mine) {
+  const std::vector<CallTask> mine = planTasks(plan);
+  const std::vector<CallTask> theirs = noteTasks(body + kCounts, count);
+  for (const CallTask& t : theirs)
+    for (const CallTask& m : mine) {
       if (!notesDisagree(m.print, m.peer, self, t.print, t.peer, peer)) continue;
       *r = OpMismatchRecord{m.print, t.print, self, peer};
       return true;
     }
-  if (crossedSends(plan, mine, peer, theirs, r)) return true;
-  const NoteTask* in = findP2p(theirs, CollType::Send, self);
+  if (crossedSends(plan, mine, peer, theirs, r) || blockedOnEachOther(plan, mine, peer, theirs, noteCounts(body), r))
+    return true;
+  const CallTask* in = findP2p(theirs, CollType::Send, self);
   return in != nullptr && onlySends(theirs) && extendChain(plan, {Hop{in->print, peer, self}}, r);
 }
 
@@ -180,7 +204,7 @@ bool judge(const Plan& plan, int peer, const std::vector<uint8_t>& b, OpMismatch
       static_cast<int>(loadLittleEndian(b.data() + 12, 4)) != peer)
     return false;
   const size_t count = b[9];
-  if (b[8] == kOps && b.size() == kHeader + count * kTaskBytes) {
+  if (b[8] == kOps && b.size() == kHeader + kCounts + count * kTaskBytes) {
     *selfFound = true;
     return judgeOps(plan, peer, b.data() + kHeader, count, r);
   }
@@ -210,13 +234,19 @@ bool notesDisagree(const OpPrint& mine, int minePeer, int self, const OpPrint& t
 
 void sendSetupNotes(const Plan& plan, const std::vector<int>& peers) {
   const size_t count = std::min(plan.stamps.size(), kMaxTasks);
-  std::vector<uint8_t> note = header(kOps, count, plan.comm->id.rank, count * kTaskBytes);
+  std::vector<uint8_t> note = header(kOps, count, plan.comm->id.rank, kCounts + count * kTaskBytes);
   for (size_t i = 0; i < count; ++i) {
-    uint8_t* t = note.data() + kHeader + i * kTaskBytes;
+    uint8_t* t = note.data() + kHeader + kCounts + i * kTaskBytes;
     std::memcpy(t, &plan.stamps[i].mine, sizeof(OpPrint));
     storeLittleEndian(t + 24, static_cast<uint32_t>(plan.tasks[i].root), 4);
   }
-  for (int peer : peers) post(plan, peer, note);
+  for (int peer : peers) {
+    const PeerCounts c = countsTowards(plan.comm->opCounters, peer);
+    storeLittleEndian(note.data() + kHeader, c.collectives, 4);
+    storeLittleEndian(note.data() + kHeader + 4, c.sends, 4);
+    storeLittleEndian(note.data() + kHeader + 8, c.receives, 4);
+    post(plan, peer, note);
+  }
 }
 
 void sendVerdictNotes(const Plan& plan, const OpMismatchRecord& r) {

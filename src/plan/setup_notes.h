@@ -2,15 +2,18 @@
 // setup would make them wait for each other forever (docs/reliability.md,
 // "Operation fingerprints"). A mismatched first call may need connectors the
 // other rank never creates (AllReduce on one rank, Broadcast on the other),
-// so no slot, and no fingerprint on it, ever flows. Instead a plan that must
-// wait for receiver handles first sends its fingerprints to the ranks it
-// waits on, as a bootstrap message (tag "opnote"); a rank reading such a note
-// compares it with its own call, task by task with the same number, and on a
-// mismatch fails and sends the verdict to every rank. A rank reads notes
-// while it waits in setup (about every 50 ms) and in the executor's idle
-// checks. Matching calls cost one small message per new peer, once, at setup.
-// Ranks whose calls are sends only pass on chains of such waits (chain
-// notes), so a cycle of sends longer than two ranks is found too.
+// so no slot, and no fingerprint on it, ever flows. Instead a plan that made
+// connectors sends its fingerprints, with its operation counters towards the
+// recipient, to the ranks it waits on for receiver handles and (host mode)
+// to those it announced receivers to, as a bootstrap message (tag "opnote");
+// a rank reading such a note compares it with its own call, task by task
+// with the same number, and checks whether the two calls wait for each other
+// whatever their numbers (plan/blocked_calls.h); on a mismatch it fails and
+// sends the verdict to every rank. A rank reads notes while it waits in
+// setup (about every 50 ms) and in the executor's idle checks. Matching
+// calls cost one small message per new peer, once, at setup. Ranks whose
+// calls are sends only pass on chains of such waits (chain notes), so a
+// cycle of sends longer than two ranks is found too.
 #pragma once
 
 #include <vector>
@@ -21,7 +24,7 @@ namespace chorus {
 
 struct Plan;
 
-// Sends the plan's fingerprints to each rank in `peers`.
+// Sends the plan's fingerprints and counters to each rank in `peers`.
 void sendSetupNotes(const Plan& plan, const std::vector<int>& peers);
 
 // Reads every note that has arrived; true with *r on a mismatch between a

@@ -87,6 +87,7 @@ ncclResult_t ConnectionTable::requestRecv(const ConnKey& key, uint32_t slotBytes
   auto conn = std::make_unique<RecvConnector>(std::move(end));
   *out = conn.get();
   recvs_[key] = std::move(conn);
+  if (std::find(announced_.begin(), announced_.end(), key.peer) == announced_.end()) announced_.push_back(key.peer);
   return ncclSuccess;
 }
 

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bootstrap/bootstrap.h"
@@ -37,6 +38,10 @@ class ConnectionTable final : public ConnectorSource {
   bool hasPending() const { return !pending_.empty() || undeliveredCode_ != ncclSuccess; }
   // The ranks whose receiver handles connectAll() still waits for.
   std::vector<int> pendingPeers() const;
+  // The ranks receivers were announced to since the last takeAnnounced(),
+  // once each (a plan that made them sends them its setup note).
+  bool hasAnnounced() const { return !announced_.empty(); }
+  std::vector<int> takeAnnounced() { return std::exchange(announced_, {}); }
   // Fails (with the mover's code and message, naming the peer) if the
   // connector's data is moved by a proxy whose link broke. Called by the
   // executor for the connectors it waits on.
@@ -88,6 +93,7 @@ class ConnectionTable final : public ConnectorSource {
   std::map<ConnKey, std::unique_ptr<RecvConnector>> recvs_;
   std::map<ConnKey, std::unique_ptr<SendConnector>> sends_;
   std::vector<PendingSend> pending_;
+  std::vector<int> announced_;
   // Receiver handles that could not be sent (their peers' processes are
   // gone), every such peer named; connectAll reports them.
   ncclResult_t undeliveredCode_ = ncclSuccess;

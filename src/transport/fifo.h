@@ -214,11 +214,12 @@ inline void endMoved(const FifoEnd& end) {
     end.doorbell->ring();
 }
 
-// Whether a completion mark (FifoControl::doneSeq) the receiver writes on
-// its end reaches the sender's: the ends share the control block, or a
-// framed network link carries the mark back in its acks (net_wire.h).
-// Kernel-driven network links (GPU mode) carry none.
-inline bool carriesDoneMarks(const FifoEnd& end) { return !end.health || end.takenCounter; }
+// Whether the marks each end writes for the other reach it: the receiver's
+// completion mark (FifoControl::doneSeq) and intent, the sender's completion
+// mark (sentDoneSeq). The ends share the control block, or a framed network
+// link carries them (net_wire.h: the receiver's in its acks, the sender's on
+// a mark connection). Kernel-driven network links (GPU mode) carry none.
+inline bool carriesMarks(const FifoEnd& end) { return !end.health || end.takenCounter; }
 
 // The bytes a slot of `size` stands for: its size, or for a zero-copy
 // descriptor the whole step the receiver copies from the sender's buffer.

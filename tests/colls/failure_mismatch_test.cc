@@ -225,6 +225,33 @@ TEST(OpMismatch, ThreeRanksOneSkipsAnOperation) {
   });
 }
 
+// Rank 1 skips the communicator's first call (an AllReduce) and receives
+// rank 0's next call, a Send: rank 0 waits in the AllReduce for rank 1,
+// which waits in its Recv for a Send rank 0 makes only after the AllReduce.
+// The operation numbers differ (collective #1, receive #1), and neither call
+// can return: reported as a mismatch naming both.
+TEST(OpMismatch, FirstCallSkippedAllReduceBeforeSend) {
+  onThreadsAndProcesses(2, [](RankCtx& ctx) {
+    const Call recv = [](RankCtx& c, Buffers& b) {
+      return ncclRecv(b.recv.data(), 1000, ncclFloat32, 0, c.comm, nullptr);
+    };
+    expectMismatch(
+        ctx, nullptr, ctx.rank == 0 ? allReduceCall(1000, ncclFloat32, ncclSum) : recv,
+        {"rank 0 called ", "AllReduce(1000 x float, sum)", "send #1 from rank 0 to rank 1", "Recv(1000 x float)"});
+  });
+}
+
+// Rank 2 skips op #3 (an AllReduce its neighbours run over connectors they
+// already have) and calls its next call, a first Send to rank 0: rank 2
+// waits in setup for a receiver rank 0 makes only after op #3.
+TEST(OpMismatch, ThreeRanksOneSkipsAnAllReduceAndSends) {
+  onThreadsAndProcesses(3, [](RankCtx& ctx) {
+    const Call warm = twice(allReduceCall(1000, ncclFloat32, ncclSum), allReduceCall(1000, ncclFloat32, ncclSum));
+    expectMismatch(ctx, warm, ctx.rank == 2 ? sendCall(1000, 0) : allReduceCall(1000, ncclFloat32, ncclSum),
+                   {"AllReduce(1000 x float, sum)", "send #1 from rank 2 to rank 0", "Send(1000 x float)"});
+  });
+}
+
 // Rank 0, 1 and 2 each send to the next as their first call, and nobody
 // receives: each waits in connection setup for a receiver that is never
 // made. The chain of setup notes closes the cycle (plan/setup_notes.cc).
@@ -255,8 +282,29 @@ void lateRankInAChainOfSends(RankCtx& ctx) {
 TEST(SetupNotes, LateRankInAChainOfSendsThreads) { runThreads(3, lateRankInAChainOfSends, quick()); }
 TEST(SetupNotes, LateRankInAChainOfSendsProcesses) { runProcesses(3, lateRankInAChainOfSends, quick()); }
 
+// Rank 0 calls an AllReduce and then a Send, rank 1 the same AllReduce and
+// the matching Recv, 1 s late: rank 0's setup notes (counters included)
+// reach rank 1 before it calls, and must not make a late rank an error.
+void lateRankBeforeAnAllReduceAndASend(RankCtx& ctx) {
+  std::vector<float> out(1000, static_cast<float>(ctx.rank + 1)), sum(1000, 0.0f), in(1000, 0.0f);
+  if (ctx.rank == 1) std::this_thread::sleep_for(std::chrono::seconds(1));
+  if (!RANK_OK(ctx, ncclAllReduce(out.data(), sum.data(), out.size(), ncclFloat32, ncclSum, ctx.comm, nullptr))) return;
+  if (ctx.rank == 0 && !RANK_OK(ctx, ncclSend(out.data(), out.size(), ncclFloat32, 1, ctx.comm, nullptr))) return;
+  if (ctx.rank == 1 && !RANK_OK(ctx, ncclRecv(in.data(), in.size(), ncclFloat32, 0, ctx.comm, nullptr))) return;
+  if (sum[0] != 3.0f || sum[999] != 3.0f) ctx.fail("rank %d: the all-reduce gave %g, expected 3", ctx.rank, sum[0]);
+  if (ctx.rank == 1 && (in[0] != 1.0f || in[999] != 1.0f))
+    ctx.fail("rank 1: received %g from rank 0, expected 1", in[0]);
+}
+
+TEST(SetupNotes, LateRankBeforeAnAllReduceAndASendThreads) {
+  runThreads(2, lateRankBeforeAnAllReduceAndASend, quick());
+}
+TEST(SetupNotes, LateRankBeforeAnAllReduceAndASendProcesses) {
+  runProcesses(2, lateRankBeforeAnAllReduceAndASend, quick());
+}
+
 // Gather and scatter (RootedMismatch: completion marks and receivers'
-// intents live in control blocks both ends share, so not over network links).
+// intents; over network links they travel in acks and on the mark connection).
 // Roots 0, 0, 2: two ranks each wait for the other's data and nothing flows
 // between them; rank 1's data is taken, but it waits for its root to finish.
 TEST(RootedMismatch, ThreeRanksGatherWithDifferentRoots) {
@@ -274,6 +322,31 @@ TEST(RootedMismatch, ThreeRanksScatterWithDifferentRoots) {
     const Call warm = twice(scatterCall(1000, 0), scatterCall(1000, 2));
     expectMismatch(ctx, warm, scatterCall(1000, ctx.rank == 2 ? 2 : 0),
                    {"op #3", "Scatter(1000 x float, root 0)", "Scatter(1000 x float, root 2)"});
+  });
+}
+
+// The same roots as the communicator's first call: the two roots only
+// receive, and no connector between them exists yet (each announced a
+// receiver the other never connects). Their setup notes tell them apart.
+TEST(RootedMismatch, FirstCallGatherWithDifferentRoots) {
+  onThreadsAndProcesses(3, [](RankCtx& ctx) {
+    expectMismatch(ctx, nullptr, gatherCall(1000, ctx.rank == 2 ? 2 : 0),
+                   {"op #1", "Gather(1000 x float, root 0)", "Gather(1000 x float, root 2)"});
+  });
+}
+
+TEST(RootedMismatch, FirstCallScatterWithDifferentRoots) {
+  onThreadsAndProcesses(3, [](RankCtx& ctx) {
+    expectMismatch(ctx, nullptr, scatterCall(1000, ctx.rank == 2 ? 2 : 0),
+                   {"op #1", "Scatter(1000 x float, root 0)", "Scatter(1000 x float, root 2)"});
+  });
+}
+
+// Every rank only receives, as its first call.
+TEST(RootedMismatch, FirstCallGatherVersusScatter) {
+  onThreadsAndProcesses(3, [](RankCtx& ctx) {
+    expectMismatch(ctx, nullptr, ctx.rank == 0 ? gatherCall(1000, 0) : scatterCall(1000, 0),
+                   {"op #1", "Gather(1000 x float, root 0)", "Scatter(1000 x float, root 0)"});
   });
 }
 

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <string>
 
+#include "core/coll_types.h"
 #include "core/result.h"
 #include "core/wait_limit.h"
 #include "transports/net/net_link_side.h"
@@ -103,6 +104,7 @@ bool publish(NetLink& link, uint64_t i, size_t bytes) {
   link.ctl->sizes[i % link.nslots] = static_cast<uint32_t>(bytes - sizeof(h));
   link.ctl->prints.slot[i % link.nslots] = h.print;
   link.senderWaits = (h.flags & netwire::kSenderWaits) != 0;
+  link.markWanted = link.markWanted || h.print.coll == static_cast<uint8_t>(CollType::Scatter);
   return true;
 }
 
@@ -151,9 +153,11 @@ void stepLink(NetLink& link, bool* progressed, bool* busy) {
     if (link.framed()) stepSenderSide(link, progressed);
     if (!link.failed) stepSend(link, progressed);
     if (!link.failed && link.framed()) stepSenderVerdict(link, progressed);
+    if (!link.failed && link.framed()) stepSenderMarks(link, progressed);
   } else {
     if (link.framed()) stepReceiverSide(link, progressed);
     if (!link.failed && !link.verdictSeen) stepRecv(link, progressed);
+    if (!link.failed && link.framed()) stepReceiverMarks(link, progressed);
     if (!link.failed && link.framed()) stepReceiverAck(link, progressed);
   }
   if (link.failed) return;
@@ -173,7 +177,8 @@ bool linkClosable(NetLink& link) {
   // Framed: the receiver connects back as soon as it has the hello; keep the
   // listener until then, or its connect would wait for a listener that is gone.
   const bool reverseSettled = !link.framed() || link.revListen == nullptr || link.reverseGone;
-  const bool drained = link.completed == link.ctl->tail.load(std::memory_order_acquire) && reverseSettled;
+  const bool drained =
+      link.completed == link.ctl->tail.load(std::memory_order_acquire) && reverseSettled && !marksPending(link);
   if (!drained && now >= link.drainDeadline)
     CHORUS_WARN(kLogNet, "net proxy: %s: closing with %llu unsent slot(s): the peer did not take them in time",
                 link.label.c_str(), (unsigned long long)(link.ctl->tail.load() - link.completed));

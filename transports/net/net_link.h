@@ -99,7 +99,17 @@ struct NetLink {
   uint64_t ackInFlight = 0;   // receiver: head carried by ackReq
   uint64_t ackedDone = 0;     // receiver: doneSeq in the last ack posted
   uint64_t doneInFlight = 0;  // receiver: doneSeq carried by ackReq
-  bool reverseGone = false;   // the reverse connection closed or broke
+  OpPrint intentInFlight{};   // receiver: the latest intent given to an ack
+  // The mark connection (net_link_marks.cc), set up on the first scatter.
+  bool markWanted = false;       // receiver: a scatter slot arrived: listen
+  bool markHandleReady = false;  // receiver: listening, handle not acked yet; sender: handle received
+  bool markGone = false;         // failed or closed: root marks count as given
+  void* markListen = nullptr;    // receiver, until accepted
+  void* markComm = nullptr;      // sender: send end; receiver: receive end
+  void* markMh = nullptr;        // side buffers registered on markComm
+  void* markReq = nullptr;       // sender: the isend in flight; receiver: the irecv posted
+  uint64_t markSent = 0;         // sender: sentDoneSeq in the last mark posted
+  bool reverseGone = false;      // the reverse connection closed or broke
   bool verdictPosted = false;
   void* verdictReq = nullptr;
   bool verdictAcked = false;  // receiver: the verdict went back

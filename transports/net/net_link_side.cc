@@ -31,17 +31,18 @@ void reverseGone(NetLink& link, const char* what) {
               lastErrorMessage());
 }
 
-// Polls one side request; true once it finished (freed by the backend).
-bool sideDone(NetLink& link, void** req, const char* what, bool fatal, size_t* bytes = nullptr) {
+}  // namespace
+
+bool sideDone(NetLink& link, void** req, const char* what, SideGone gone, size_t* bytes) {
   int done = 0;
   size_t size = 0;
   const ncclResult_t res = link.net->test(*req, &done, &size);
   if (res != ncclSuccess) {
     *req = nullptr;
-    if (fatal)
+    if (gone == nullptr)
       netLinkCall(link, what, res);
     else
-      reverseGone(link, what);
+      gone(link, what);
     return false;
   }
   if (!done) return false;
@@ -55,6 +56,8 @@ bool registerSide(NetLink& link, void* comm, void** mh) {
   return netLinkCall(link, "regMr(side)",
                      link.net->regMr(comm, link.side.get(), sizeof(netwire::SideBuffers), CHORUS_NET_PTR_HOST, mh));
 }
+
+namespace {
 
 void postHello(NetLink& link, bool* progressed) {
   netwire::SideBuffers& s = *link.side;
@@ -75,7 +78,7 @@ void postHello(NetLink& link, bool* progressed) {
 
 void takeAck(NetLink& link, size_t bytes) {
   const Ack& a = link.side->ack;
-  if (bytes != sizeof(Ack) || a.magic != netwire::kMagic || a.head > link.posted) {
+  if (!netwire::validAck(a, bytes, link.posted)) {
     clearLastError();
     reverseGone(link, "sent a malformed ack");
     return;
@@ -83,12 +86,22 @@ void takeAck(NetLink& link, size_t bytes) {
   link.remoteHead = std::max(link.remoteHead, a.head);
   if (a.doneSeq > link.ctl->doneSeq.load(std::memory_order_relaxed))
     link.ctl->doneSeq.store(a.doneSeq, std::memory_order_release);
+  if (a.hasIntent) fifoSetIntent(link.ctl, a.intent);
+  if (a.hasMarkHandle && !link.markHandleReady) {
+    std::memcpy(link.side->markHandle, a.markHandle, sizeof(a.markHandle));
+    link.markHandleReady = true;
+  }
   if (a.hasVerdict) fifoSetMismatch(link.ctl, a.verdict);
 }
 
 void ackSent(NetLink& link) {
   link.ackedHead = link.ackInFlight;
   link.ackedDone = link.doneInFlight;
+}
+
+// The receiver's intent if it changed since the last ack posted.
+bool newIntent(NetLink& link, OpPrint* intent) {
+  return fifoIntent(link.ctl, intent) && std::memcmp(intent, &link.intentInFlight, sizeof(OpPrint)) != 0;
 }
 
 int64_t steadyNs() {
@@ -119,7 +132,7 @@ void stepSenderSide(NetLink& link, bool* progressed) {
   if (!registerSide(link, link.comm, &link.sideMh)) return;
   if (!link.helloPosted) postHello(link, progressed);
   if (link.failed || !link.helloPosted) return;
-  if (link.helloReq != nullptr && sideDone(link, &link.helloReq, "test(hello)", true)) *progressed = true;
+  if (link.helloReq != nullptr && sideDone(link, &link.helloReq, "test(hello)", nullptr)) *progressed = true;
   if (link.failed || link.reverseGone) return;
   if (link.revComm == nullptr) {
     clearLastError();
@@ -140,7 +153,7 @@ void stepSenderSide(NetLink& link, bool* progressed) {
       if (link.ackReq == nullptr) return;
     }
     size_t bytes = 0;
-    if (!sideDone(link, &link.ackReq, "closed", false, &bytes)) return;
+    if (!sideDone(link, &link.ackReq, "closed", reverseGone, &bytes)) return;
     takeAck(link, bytes);
     *progressed = true;
   }
@@ -153,7 +166,7 @@ uint64_t senderTaken(const NetLink& link) {
 
 void stepSenderVerdict(NetLink& link, bool* progressed) {
   if (link.verdictReq != nullptr) {
-    if (sideDone(link, &link.verdictReq, "test(verdict)", true)) *progressed = true;
+    if (sideDone(link, &link.verdictReq, "test(verdict)", nullptr)) *progressed = true;
     return;
   }
   if (link.verdictPosted || !link.helloPosted) return;
@@ -183,8 +196,8 @@ void stepReceiverSide(NetLink& link, bool* progressed) {
       if (!link.helloPosted) return;
     }
     size_t bytes = 0;
-    if (!sideDone(link, &link.helloReq, "test(hello)", true, &bytes)) return;
-    if (bytes != netwire::kHelloBytes || s.helloHeader.magic != netwire::kMagic || s.helloHeader.kind != Kind::Hello) {
+    if (!sideDone(link, &link.helloReq, "test(hello)", nullptr, &bytes)) return;
+    if (!netwire::validHello(s.helloHeader, bytes)) {
       clearLastError();
       netLinkCall(link, "receive(hello)", fail(ncclRemoteError, "the peer's first message is not a hello"));
       return;
@@ -204,7 +217,7 @@ void stepReceiverSide(NetLink& link, bool* progressed) {
 void stepReceiverAck(NetLink& link, bool* progressed) {
   if (link.revComm == nullptr || link.reverseGone) return;
   if (link.ackReq != nullptr) {
-    if (!sideDone(link, &link.ackReq, "ack failed", false)) return;
+    if (!sideDone(link, &link.ackReq, "ack failed", reverseGone)) return;
     ackSent(link);
     *progressed = true;
   }
@@ -212,30 +225,40 @@ void stepReceiverAck(NetLink& link, bool* progressed) {
   const uint64_t head = link.ctl->head.load(std::memory_order_acquire);
   const uint64_t done = link.ctl->doneSeq.load(std::memory_order_acquire);
   const bool verdict = !link.verdictAcked && fifoMismatch(link.ctl, &a.verdict);
-  if (head == link.ackedHead && done == link.ackedDone && !verdict) return;
-  if (!ackIsDue(link, head, verdict)) return;
+  OpPrint intent;
+  const bool intentMoved = newIntent(link, &intent);
+  const bool handle = link.markHandleReady;  // the mark listener's, once
+  if (head == link.ackedHead && done == link.ackedDone && !verdict && !intentMoved && !handle) return;
+  if (!ackIsDue(link, head, verdict || handle)) return;
   a.magic = netwire::kMagic;
   a.hasVerdict = verdict ? 1 : 0;
   a.head = head;
   a.doneSeq = done;
+  a.hasIntent = intentMoved ? 1 : 0;
+  if (intentMoved) a.intent = intent;
+  a.hasMarkHandle = handle ? 1 : 0;
+  if (handle) std::memcpy(a.markHandle, link.side->markHandle, sizeof(a.markHandle));
   clearLastError();
   const ncclResult_t res = link.net->isend(link.revComm, &a, sizeof(Ack), 0, link.revSideMh, &link.ackReq);
   if (res != ncclSuccess) return reverseGone(link, "isend(ack) failed");
   if (link.ackReq == nullptr) return;
   link.ackInFlight = head;
   link.doneInFlight = done;
+  if (intentMoved) link.intentInFlight = intent;
+  link.markHandleReady = link.markHandleReady && !handle;
   link.ackDueNs.store(0, std::memory_order_relaxed);
   link.verdictAcked = link.verdictAcked || verdict;
   *progressed = true;
   // A small ack usually left in the isend itself: finish it now, so the next
   // head can go out at once and nobody has to come back for this one.
-  if (sideDone(link, &link.ackReq, "ack failed", false)) ackSent(link);
+  if (sideDone(link, &link.ackReq, "ack failed", reverseGone)) ackSent(link);
 }
 
 bool sideBusy(const NetLink& link) {
   if (!link.framed()) return false;
   return link.helloReq != nullptr || link.verdictReq != nullptr || link.ackReq != nullptr ||
-         link.revListen != nullptr || (!link.sender && link.helloDone && link.revComm == nullptr && !link.reverseGone);
+         link.revListen != nullptr || link.markListen != nullptr || (link.sender && link.markReq != nullptr) ||
+         (!link.sender && link.helloDone && link.revComm == nullptr && !link.reverseGone);
 }
 
 int64_t earliestAckDue(const std::vector<std::shared_ptr<NetLink>>& links) {
@@ -248,6 +271,7 @@ int64_t earliestAckDue(const std::vector<std::shared_ptr<NetLink>>& links) {
 }
 
 void closeSide(NetLink& link) {
+  closeMarks(link);
   if (link.revComm != nullptr && link.revSideMh != nullptr) link.net->deregMr(link.revComm, link.revSideMh);
   if (link.comm != nullptr && link.sideMh != nullptr) link.net->deregMr(link.comm, link.sideMh);
   if (link.revComm != nullptr) (link.sender ? link.net->closeRecv : link.net->closeSend)(link.revComm);

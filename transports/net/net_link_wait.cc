@@ -24,9 +24,12 @@ bool linkPollFds(const NetLink& link, std::vector<pollfd>* fds) {
   if (link.framed()) {
     const bool setUp = link.sender ? link.helloReq == nullptr && link.revListen == nullptr
                                    : link.helloDone && (link.revComm != nullptr || link.reverseGone);
-    if (!setUp || link.verdictReq != nullptr) return false;
+    if (!setUp || link.verdictReq != nullptr || link.markListen != nullptr || (link.sender && link.markReq != nullptr))
+      return false;
   }
-  return addFd(fn, link.comm, fds) && (link.reverseGone || addFd(fn, link.revComm, fds));
+  if (!addFd(fn, link.comm, fds)) return false;
+  if (!link.reverseGone && !addFd(fn, link.revComm, fds)) return false;
+  return link.sender || link.markGone || addFd(fn, link.markComm, fds);
 }
 
 }  // namespace chorus
