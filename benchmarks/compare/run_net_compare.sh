@@ -41,6 +41,10 @@ mkdir -p "$OUTDIR"
 PREFIX=chnc$$
 SUBNET=$((150 + $$ % 50))
 MPIRUN=(mpirun --oversubscribe --allow-run-as-root --mca btl tcp,self)
+# Extra mpirun arguments (e.g. MPI_EXTRA="--mca mpi_yield_when_idle 1" where the
+# "nodes" share fewer cores than they have ranks).
+read -r -a _mpi_extra <<<"${MPI_EXTRA:-}"
+MPIRUN+=("${_mpi_extra[@]}")
 
 die() { echo "run_net_compare: $*" >&2; exit 1; }
 
@@ -80,7 +84,7 @@ mpi_job() {  # link layout out
     : >"$hosts"
     for ((i = 0; i < nn; i++)); do echo "n$i slots=$per" >>"$hosts"; done
     netns_run "$PREFIX" 0 timeout 900 "${MPIRUN[@]}" --hostfile "$hosts" --mca plm_rsh_agent "$agent" \
-      --mca oob_tcp_if_include cnet0 --mca btl_tcp_if_include cnet0 --map-by node -np $((nn * per)) \
+      --mca oob_tcp_if_include cnet0 --mca btl_tcp_if_include cnet0 --map-by node --bind-to none -np $((nn * per)) \
       "$BIN/mpi_allreduce_bench" "${SWEEP[@]}" >"$out" 2>&1
   fi || echo "run_net_compare: openmpi $link $2 failed, see $out" >&2
 }
