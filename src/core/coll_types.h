@@ -28,6 +28,9 @@ enum class CollType : uint8_t {
 
 const char* collName(CollType t);
 
+// A point-to-point call (ncclSend/ncclRecv) rather than a collective.
+inline bool isSendOrRecv(CollType t) { return t == CollType::Send || t == CollType::Recv; }
+
 // True for the operations built from sends and receives between pairs of
 // ranks (Send, Recv, AlltoAll, Gather, Scatter): they use the Direct
 // algorithm, the Simple protocol and no ring or tree.

@@ -12,10 +12,7 @@ bool rooted(CollType c) {
   return c == CollType::Broadcast || c == CollType::Reduce || c == CollType::Gather || c == CollType::Scatter;
 }
 
-bool pairwise(const OpPrint& p) {
-  const auto c = static_cast<CollType>(p.coll);
-  return c == CollType::Send || c == CollType::Recv;
-}
+bool pairwise(const OpPrint& p) { return isSendOrRecv(static_cast<CollType>(p.coll)); }
 
 // "op #17" or "send #3 from rank 0 to rank 1" for the call `p` of rank `self`
 // whose other end is rank `other`, unless `p` names it in `root` (a send in
@@ -151,7 +148,7 @@ int describeOpMismatch(const OpMismatchRecord& r, char* out, size_t n) {
 }
 
 uint32_t OpCounters::next(CollType coll, int peer) {
-  if ((coll != CollType::Send && coll != CollType::Recv) || peer < 0) return ++coll_;
+  if (!isSendOrRecv(coll) || peer < 0) return ++coll_;
   const auto p = static_cast<size_t>(peer);
   if (p >= send_.size()) {
     send_.resize(p + 1, 0);

@@ -52,8 +52,7 @@ std::string callJson(const OpActivity::Snapshot& s, int64_t nowMs) {
   if (c.root != kNoRoot) j += ", \"root\": " + std::to_string(c.root);
   j += ", \"tasksInGroup\": " + std::to_string(s.ntasks);
   // Collectives are numbered per communicator, sends and receives per peer (core/op_fingerprint.h).
-  j += std::string(type == CollType::Send || type == CollType::Recv ? ", \"p2pNumber\": " : ", \"opNumber\": ") +
-       std::to_string(c.seq);
+  j += std::string(isSendOrRecv(type) ? ", \"p2pNumber\": " : ", \"opNumber\": ") + std::to_string(c.seq);
   if (s.waitingSinceUnixMs > 0) {
     j += ", \"noProgressForMs\": " + std::to_string(nowMs - s.waitingSinceUnixMs);
     j += ", \"waitsOn\": {\"peer\": " + std::to_string(s.waitedPeer) + ", \"direction\": \"" +

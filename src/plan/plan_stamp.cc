@@ -10,8 +10,6 @@ namespace chorus {
 
 namespace {
 
-bool isCollective(CollType t) { return t != CollType::Send && t != CollType::Recv; }
-
 // Everything of the stamps that does not change from launch to launch.
 void makeStamps(Plan& plan) {
   plan.stamps.resize(plan.tasks.size());
@@ -21,7 +19,7 @@ void makeStamps(Plan& plan) {
     OpStamp& s = plan.stamps[i];
     s.mine = makeOpPrint(t.type, t.count, t.dtype, t.spec.kind, t.root, 0, t.wire.format, t.wire.deterministic);
     s.expect = step::expectedFromPeer(s.mine);
-    plan.collectives += isCollective(t.type) ? 1 : 0;
+    plan.collectives += !isSendOrRecv(t.type) ? 1 : 0;
   }
   plan.stampsMade = true;
 }
@@ -43,7 +41,7 @@ void stampPlan(Plan& plan) {
     OpStamp& s = plan.stamps[i];
     s.mine.seq = seq;
     s.expect.seq = seq;  // expectedFromPeer keeps the number
-    if (isCollective(t.type)) collectiveSeq = std::max<uint64_t>(collectiveSeq, seq);
+    if (!isSendOrRecv(t.type)) collectiveSeq = std::max<uint64_t>(collectiveSeq, seq);
   }
   plan.collectiveSeq = collectiveSeq;
   markPlanStarted(plan);

@@ -109,8 +109,7 @@ void classifySends(Plan& plan) {
   plan.unprovenSends.clear();
   plan.awaitDone.clear();
   plan.awaitRootDone.clear();
-  const bool oneCollective =
-      plan.tasks.size() == 1 && plan.tasks[0].type != CollType::Send && plan.tasks[0].type != CollType::Recv;
+  const bool oneCollective = plan.tasks.size() == 1 && !isSendOrRecv(plan.tasks[0].type);
   for (const ConnRef& c : plan.conns) {
     if (c.send == nullptr) continue;
     bool proven = false;
@@ -139,8 +138,6 @@ void flagAwaitedSends(const Plan& plan) {
 
 namespace {
 
-uint64_t collectiveSeq(const Plan& plan) { return plan.collectiveSeq; }  // set by stampPlan
-
 // Stores `seq` once (a waiting plan marks again on every pass); true when it changed.
 bool mark(std::atomic<uint64_t>& at, uint64_t seq) {
   if (at.load(std::memory_order_relaxed) == seq) return false;
@@ -150,11 +147,12 @@ bool mark(std::atomic<uint64_t>& at, uint64_t seq) {
 
 // `finished`: a rooted plan that finished, whose peers wait for its marks:
 // also the send connectors' mark, and a network link sends both marks at
-// once (the receivers' in an ack, the senders' on its mark connection). A plan that marks when it starts lets the mark
-// ride on the link's next ack (it acks the slots this plan takes): nobody waits on it alone, and an ack per call would
-// be a second message per slot.
+// once (the receivers' in an ack, the senders' on its mark connection). A
+// plan that marks when it starts lets the mark ride on the link's next ack
+// (it acks the slots this plan takes): nobody waits on it alone, and an ack
+// per call would be a second message per slot.
 void markDone(const Plan& plan, bool finished) {
-  const uint64_t seq = collectiveSeq(plan);
+  const uint64_t seq = plan.collectiveSeq;
   if (seq == 0 || !plan.comm->id.hostMode) return;
   for (const ConnRef& c : plan.conns) {
     if (c.recv != nullptr) {
@@ -200,14 +198,14 @@ void markPlanDone(const Plan& plan) {
 }
 
 int awaitedCompletion(const Plan& plan) {
-  const uint64_t seq = collectiveSeq(plan);
+  const uint64_t seq = plan.collectiveSeq;
   const int receiver = firstUnmarked(plan.awaitDone, &FifoControl::doneSeq, seq, carriesMarks);
   return receiver >= 0 ? receiver : firstUnmarked(plan.awaitRootDone, &FifoControl::sentDoneSeq, seq, carriesMarks);
 }
 
 bool rootsDone(const Plan& plan) {
   return plan.awaitRootDone.empty() ||
-         firstUnmarked(plan.awaitRootDone, &FifoControl::sentDoneSeq, collectiveSeq(plan), carriesMarks) < 0;
+         firstUnmarked(plan.awaitRootDone, &FifoControl::sentDoneSeq, plan.collectiveSeq, carriesMarks) < 0;
 }
 
 namespace {
@@ -218,7 +216,7 @@ namespace {
     for (SendConnector* s : plan.unprovenSends)
       if (!s->drained()) return false;
     return plan.awaitDone.empty() ||
-           firstUnmarked(plan.awaitDone, &FifoControl::doneSeq, collectiveSeq(plan), carriesMarks) < 0;
+           firstUnmarked(plan.awaitDone, &FifoControl::doneSeq, plan.collectiveSeq, carriesMarks) < 0;
   }
   for (const ConnRef& c : plan.conns)
     if (c.send != nullptr && !c.send->drained()) return false;

@@ -24,10 +24,7 @@ constexpr size_t kTaskBytes = 32;  // OpPrint, peer, padding
 constexpr size_t kMaxTasks = 64;   // a note names the first tasks of a large group only
 constexpr size_t kHopBytes = 32;   // OpPrint, from, to
 
-bool pointToPoint(const OpPrint& p) {
-  const auto c = static_cast<CollType>(p.coll);
-  return c == CollType::Send || c == CollType::Recv;
-}
+bool pointToPoint(const OpPrint& p) { return isSendOrRecv(static_cast<CollType>(p.coll)); }
 
 std::vector<uint8_t> header(uint8_t kind, size_t count, int rank, size_t body) {
   std::vector<uint8_t> b(kHeader + body, 0);

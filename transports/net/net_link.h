@@ -71,6 +71,11 @@ struct NetLink {
   // the proxy steps the link on its next pass even while the executor is there.
   std::atomic<bool> proxyWanted{false};
   bool movesInline() const { return mover.move != nullptr; }
+  // The steady clock in ns (inlineAtNs, ackDueNs).
+  static int64_t nowNs() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
   // The executor stepped the link since `sinceNs` (and is likely to again).
   bool executorPresent(int64_t sinceNs) const {
     return movesInline() && inlineAtNs.load(std::memory_order_relaxed) >= sinceNs;
@@ -101,15 +106,16 @@ struct NetLink {
   uint64_t doneInFlight = 0;  // receiver: doneSeq carried by ackReq
   OpPrint intentInFlight{};   // receiver: the latest intent given to an ack
   // The mark connection (net_link_marks.cc), set up on the first scatter.
-  bool markWanted = false;       // receiver: a scatter slot arrived: listen
-  bool markHandleReady = false;  // receiver: listening, handle not acked yet; sender: handle received
-  bool markGone = false;         // failed or closed: root marks count as given
-  void* markListen = nullptr;    // receiver, until accepted
-  void* markComm = nullptr;      // sender: send end; receiver: receive end
-  void* markMh = nullptr;        // side buffers registered on markComm
-  void* markReq = nullptr;       // sender: the isend in flight; receiver: the irecv posted
-  uint64_t markSent = 0;         // sender: sentDoneSeq in the last mark posted
-  bool reverseGone = false;      // the reverse connection closed or broke
+  bool markWanted = false;        // receiver: a scatter slot arrived: listen
+  bool markHandleToSend = false;  // receiver: listening, the handle not yet in an ack
+  bool markHandleKnown = false;   // sender: the receiver's handle came in an ack
+  bool markGone = false;          // failed or closed: root marks count as given
+  void* markListen = nullptr;     // receiver, until accepted
+  void* markComm = nullptr;       // sender: send end; receiver: receive end
+  void* markMh = nullptr;         // side buffers registered on markComm
+  void* markReq = nullptr;        // sender: the isend in flight; receiver: the irecv posted
+  uint64_t markSent = 0;          // sender: sentDoneSeq in the last mark posted
+  bool reverseGone = false;       // the reverse connection closed or broke
   bool verdictPosted = false;
   void* verdictReq = nullptr;
   bool verdictAcked = false;  // receiver: the verdict went back

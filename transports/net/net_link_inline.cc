@@ -62,9 +62,7 @@ bool moveInline(InlineMover* m) {
     return false;
   }
   if (!link.movable || link.failed) return false;
-  link.inlineAtNs.store(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count(),
-      std::memory_order_relaxed);
+  link.inlineAtNs.store(NetLink::nowNs(), std::memory_order_relaxed);
   return stepInline(link);
 }
 

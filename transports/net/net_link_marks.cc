@@ -35,7 +35,7 @@ bool acceptMarks(NetLink& link, bool* progressed) {
   if (link.markListen == nullptr) {
     clearLastError();
     if (!netLinkCall(link, "listen(mark)", link.net->listen(link.dev, s.markHandle, &link.markListen))) return false;
-    link.markHandleReady = true;  // goes out with the next ack
+    link.markHandleToSend = true;  // goes out with the next ack
     *progressed = true;
   }
   clearLastError();
@@ -80,7 +80,7 @@ void stepSenderMarks(NetLink& link, bool* progressed) {
     *progressed = true;
   }
   const uint64_t sent = link.ctl->sentDoneSeq.load(std::memory_order_acquire);
-  if (sent <= link.markSent || !link.markHandleReady) return;
+  if (sent <= link.markSent || !link.markHandleKnown) return;
   netwire::SideBuffers& s = *link.side;
   if (link.markComm == nullptr) {
     clearLastError();
@@ -103,7 +103,7 @@ void stepSenderMarks(NetLink& link, bool* progressed) {
 bool marksPending(const NetLink& link) {
   if (!link.sender || link.failed) return false;
   return link.markReq != nullptr ||
-         (link.markHandleReady && link.ctl->sentDoneSeq.load(std::memory_order_acquire) > link.markSent);
+         (link.markHandleKnown && link.ctl->sentDoneSeq.load(std::memory_order_acquire) > link.markSent);
 }
 
 void closeMarks(NetLink& link) {

@@ -87,9 +87,9 @@ void takeAck(NetLink& link, size_t bytes) {
   if (a.doneSeq > link.ctl->doneSeq.load(std::memory_order_relaxed))
     link.ctl->doneSeq.store(a.doneSeq, std::memory_order_release);
   if (a.hasIntent) fifoSetIntent(link.ctl, a.intent);
-  if (a.hasMarkHandle && !link.markHandleReady) {
+  if (a.hasMarkHandle && !link.markHandleKnown) {
     std::memcpy(link.side->markHandle, a.markHandle, sizeof(a.markHandle));
-    link.markHandleReady = true;
+    link.markHandleKnown = true;
   }
   if (a.hasVerdict) fifoSetMismatch(link.ctl, a.verdict);
 }
@@ -104,11 +104,6 @@ bool newIntent(NetLink& link, OpPrint* intent) {
   return fifoIntent(link.ctl, intent) && std::memcmp(intent, &link.intentInFlight, sizeof(OpPrint)) != 0;
 }
 
-int64_t steadyNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 // Whether the receiver's unacked releases (or mark) must be acked now: at
 // once when the sender waits for them (its last slot asked, or a verdict),
 // else once half the FIFO is unacked or the oldest change held back is
@@ -120,7 +115,7 @@ bool ackIsDue(NetLink& link, uint64_t head, bool verdict) {
   const int64_t delayUs = params::netAckDelayUs();
   if (verdict || link.senderWaits || delayUs <= 0) return true;
   if (head - link.ackedHead >= std::max<uint32_t>(1, link.nslots / 2)) return true;
-  const int64_t now = steadyNs();
+  const int64_t now = NetLink::nowNs();
   const int64_t due = link.ackDueNs.load(std::memory_order_relaxed);
   if (due == 0) link.ackDueNs.store(now + delayUs * 1000, std::memory_order_relaxed);
   return due != 0 && now >= due;
@@ -227,7 +222,7 @@ void stepReceiverAck(NetLink& link, bool* progressed) {
   const bool verdict = !link.verdictAcked && fifoMismatch(link.ctl, &a.verdict);
   OpPrint intent;
   const bool intentMoved = newIntent(link, &intent);
-  const bool handle = link.markHandleReady;  // the mark listener's, once
+  const bool handle = link.markHandleToSend;  // the mark listener's, once
   if (head == link.ackedHead && done == link.ackedDone && !verdict && !intentMoved && !handle) return;
   if (!ackIsDue(link, head, verdict || handle)) return;
   a.magic = netwire::kMagic;
@@ -245,7 +240,7 @@ void stepReceiverAck(NetLink& link, bool* progressed) {
   link.ackInFlight = head;
   link.doneInFlight = done;
   if (intentMoved) link.intentInFlight = intent;
-  link.markHandleReady = link.markHandleReady && !handle;
+  link.markHandleToSend = false;
   link.ackDueNs.store(0, std::memory_order_relaxed);
   link.verdictAcked = link.verdictAcked || verdict;
   *progressed = true;

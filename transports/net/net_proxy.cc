@@ -96,16 +96,12 @@ bool allMovedInline(const std::vector<std::shared_ptr<NetLink>>& links) {
   return std::all_of(links.begin(), links.end(), [](const auto& l) { return l->movesInline(); });
 }
 
-int64_t nowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(ProxyClock::now().time_since_epoch()).count();
-}
-
 // `limit`, or less when a receiver link holds back an ack that is due sooner.
 std::chrono::microseconds untilAckDue(std::chrono::microseconds limit,
                                       const std::vector<std::shared_ptr<NetLink>>& links) {
   const int64_t due = earliestAckDue(links);
   if (due == INT64_MAX) return limit;
-  const auto left = std::chrono::microseconds(std::max<int64_t>(0, (due - nowNs()) / 1000 + 1));
+  const auto left = std::chrono::microseconds(std::max<int64_t>(0, (due - NetLink::nowNs()) / 1000 + 1));
   return std::min(limit, left);
 }
 
@@ -313,7 +309,8 @@ bool NetProxy::pass(std::vector<std::shared_ptr<NetLink>>& links, bool* busy) {
   const bool kicked = kicks != kicksSeen_;
   kicksSeen_ = kicks;
   // After a kick nobody counts as present: whatever was handed over is taken.
-  const int64_t presentSince = kicked ? INT64_MAX : nowNs() - std::chrono::nanoseconds(kExecutorPresent).count();
+  const int64_t presentSince =
+      kicked ? INT64_MAX : NetLink::nowNs() - std::chrono::nanoseconds(kExecutorPresent).count();
   for (size_t i = 0; i < links.size();) {
     NetLink& l = *links[i];
     std::unique_lock<std::mutex> linkLock(l.moveMu, std::defer_lock);
@@ -369,7 +366,7 @@ void NetProxy::sleep(std::chrono::microseconds limit, std::vector<std::shared_pt
 void NetProxy::waitForWork(std::chrono::microseconds limit, std::vector<std::shared_ptr<NetLink>>& links) {
   bool allFds = wakeFd_ >= 0 && (limit >= kFdWaitAfter || allInline_);
   bool present = false;
-  const int64_t presentSince = nowNs() - std::chrono::nanoseconds(kExecutorPresent).count();
+  const int64_t presentSince = NetLink::nowNs() - std::chrono::nanoseconds(kExecutorPresent).count();
   pollFds_.clear();
   if (allFds) pollFds_.push_back(pollfd{wakeFd_, POLLIN, 0});
   for (size_t i = 0; i < links.size() && allFds; ++i) {
