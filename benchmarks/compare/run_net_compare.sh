@@ -18,6 +18,8 @@
 #        VARIANTS="label:VAR=VAL[,VAR=VAL] ...": also run each backend with these
 #        settings ("Chorus <backend>-label"), alternating with the others, e.g.
 #        VARIANTS="noinline:CHORUS_NET_INLINE=0"
+#        MPI_EXTRA="...": extra mpirun arguments, e.g. "--mca mpi_yield_when_idle 1" when
+#        the "nodes" together have more ranks than the machine has cores (2x2 here)
 #        MIN_MPI_RATIO=0.5: before measuring, OpenMPI's 2x1 busbw at 8 MiB must reach
 #        this fraction of iperf3's bidirectional rate on each link, else the run
 #        stops (a misconfigured OpenMPI makes every ratio against it meaningless)
