@@ -107,9 +107,18 @@ TEST_F(NetTransportPair, SlotsArriveInOrderWithTheirSizes) {
 // (net_link_inline.cc): a slot posted and taken in lockstep goes out in the
 // sender's post() and comes in in the receiver's ready(), so the proxy thread
 // does not pass over the link once per slot as it must when it moves them.
-TEST_F(NetTransportPair, SmallSlotsMoveOnTheCallersThread) {
-  if (!params::netInline())
-    GTEST_SKIP() << "inline moves are off (ctest transports.NetInlineMoves runs this with CHORUS_NET_INLINE=1)";
+// Skips before the pair is connected: a link pair dropped unused leaves its
+// sender waiting (up to the close drain) for a reverse connection that never
+// comes, which the proxy-exit test after it would see.
+class NetTransportPairInline : public NetTransportPair {
+ protected:
+  void SetUp() override {
+    if (!params::netInline()) GTEST_SKIP() << "inline moves are off (CHORUS_NET_INLINE=0)";
+    NetTransportPair::SetUp();
+  }
+};
+
+TEST_F(NetTransportPairInline, SmallSlotsMoveOnTheCallersThread) {
   ASSERT_NE(sendEnd_.mover, nullptr);
   ASSERT_NE(recvEnd_.mover, nullptr);
   SendConnector send(std::move(sendEnd_));

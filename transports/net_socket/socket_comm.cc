@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -22,6 +23,7 @@ SocketComm::SocketComm(bool send, ForkClosedFd ctrl, std::vector<ForkClosedFd> d
   int64_t inlineBytes = params::socketInlineBytes();
   inlineBytes_ = inlineBytes < 0 ? 0 : static_cast<size_t>(inlineBytes);
   if (!data_.empty()) helpers_ = std::make_unique<StreamHelpers>(this, send, nthreads, nsocks);
+  if (!send_) stage_ = std::make_unique<char[]>(kStageBytes);
 }
 
 SocketComm::~SocketComm() {
@@ -191,7 +193,7 @@ bool SocketComm::stepRecv(Request& r) {
       dst = r.data + payloadDone;
       want = r.size - payloadDone;
     }
-    ssize_t got = recv(ctrl_.get(), dst, want, MSG_DONTWAIT);
+    ssize_t got = readControl(dst, want);
     if (got > 0) {
       r.ctrlDone += static_cast<size_t>(got);
       continue;
@@ -201,6 +203,23 @@ bool SocketComm::stepRecv(Request& r) {
     streamError("control stream", got < 0 ? errno : 0);
     return false;
   }
+}
+
+// Up to `want` bytes of the control stream into dst: what the stage holds,
+// else one recv of a whole stage (copied out) or, for a large remainder,
+// straight into dst. Returns what recv would (errno set when negative).
+ssize_t SocketComm::readControl(char* dst, size_t want) {
+  if (stageTail_ == stageHead_ && want < kStageBytes) {
+    const ssize_t got = recv(ctrl_.get(), stage_.get(), kStageBytes, MSG_DONTWAIT);
+    if (got <= 0) return got;
+    stageHead_ = 0;
+    stageTail_ = static_cast<size_t>(got);
+  }
+  if (stageTail_ == stageHead_) return recv(ctrl_.get(), dst, want, MSG_DONTWAIT);
+  const size_t n = std::min(want, stageTail_ - stageHead_);
+  std::memcpy(dst, stage_.get() + stageHead_, n);
+  stageHead_ += n;
+  return static_cast<ssize_t>(n);
 }
 
 void SocketComm::pollFd(int* fd, short* events) const {

@@ -112,6 +112,7 @@ class SocketComm {
   bool stepSend(Request& r);  // true when the control stage finished
   bool stepRecv(Request& r);
   bool acceptHeader(Request& r);
+  ssize_t readControl(char* dst, size_t want);
   void dispatchParts(Request& r);
   void streamError(const char* what, int err);
 
@@ -123,6 +124,12 @@ class SocketComm {
   std::unique_ptr<StreamHelpers> helpers_;
   std::list<std::unique_ptr<Request>> live_;
   std::deque<Request*> ctrlQueue_;  // requests whose control stage is not finished, in order
+  // Receive side: bytes read from the control stream ahead of the request
+  // they belong to, so a small message (header and payload) and the headers
+  // behind it come in with one recv instead of one per piece.
+  static constexpr size_t kStageBytes = 16384;  // an LL slot's message with its headers fits
+  std::unique_ptr<char[]> stage_;
+  size_t stageHead_ = 0, stageTail_ = 0;
   std::atomic<int> errorState_{0};  // 0 healthy, 1 failed, 2 closed by the peer
   std::mutex errorMu_;
   std::string errorMessage_;

@@ -57,6 +57,13 @@ std::string readPciPath(const std::string& ifname) {
   return resolved;
 }
 
+std::string readPciVendor(const std::string& ifname) {
+  std::ifstream f("/sys/class/net/" + ifname + "/device/vendor");
+  std::string v;
+  if (!(f >> v)) return "";
+  return v;
+}
+
 struct DeviceCache {
   std::mutex mu;
   std::string key;
@@ -91,8 +98,23 @@ struct ListenComm {
   bool handedOut = false;
 };
 
-void streamShape(uint32_t* nthreads, uint32_t* nsocks) {
+// Helper threads and data streams per connection. Knobs left unset (-2)
+// follow NCCL's rule for the interface: none on ordinary NICs (the rank's
+// own thread and the proxy move everything on the control stream), several
+// streams on the cloud NICs whose single TCP stream is capped well below
+// the link.
+void streamShape(const Device& dev, uint32_t* nthreads, uint32_t* nsocks) {
+  constexpr int64_t kAuto = -2;
+  int64_t autoThreads = 0, autoSocks = 1;
+  if (dev.pciVendor == "0x1d0f") {  // AWS ENA/EFA
+    autoThreads = 2;
+    autoSocks = 8;
+  } else if (dev.pciVendor == "0x1ae0") {  // Google gVNIC
+    autoThreads = 4;
+  }
   int64_t t = params::socketNThreads(), s = params::nsocksPerThread();
+  if (t == kAuto) t = autoThreads;
+  if (s == kAuto) s = autoSocks;
   if (t < 0) t = 0;
   if (s < 1) s = 1;
   if (t > kMaxStreams) t = kMaxStreams;
@@ -189,7 +211,8 @@ ncclResult_t currentDevices(std::shared_ptr<const std::vector<Device>>* out) {
     std::vector<InterfaceInfo> ifs;
     CHORUS_CHECK(chooseInterfaces(spec, family, "net/socket", &ifs));
     auto list = std::make_shared<std::vector<Device>>();
-    for (const InterfaceInfo& i : ifs) list->push_back({i.name, i.addr, readPciPath(i.name), readSpeedMbps(i.name)});
+    for (const InterfaceInfo& i : ifs)
+      list->push_back({i.name, i.addr, readPciPath(i.name), readSpeedMbps(i.name), readPciVendor(i.name)});
     if (c.list) c.retired.push_back(c.list);
     c.list = list;
     c.key = key;
@@ -231,8 +254,12 @@ ncclResult_t connectTo(int dev, const void* handle, void** sendComm) {
   SockAddr addr;
   uint64_t nonce = 0;
   CHORUS_CHECK(decodeHandle(handle, &addr, &nonce));
+  std::shared_ptr<const std::vector<Device>> devs;
+  CHORUS_CHECK(currentDevices(&devs));
+  if (dev < 0 || dev >= static_cast<int>(devs->size()))
+    return fail(ncclInvalidArgument, "socket: connect from device %d, but there are %zu devices", dev, devs->size());
   uint32_t nthreads = 0, nsocks = 0;
-  streamShape(&nthreads, &nsocks);
+  streamShape((*devs)[dev], &nthreads, &nsocks);
   const uint32_t ndata = nthreads == 0 ? 0 : nthreads * nsocks;
   const uint64_t connId = random64();
   const auto deadline = deadlineAfterMs(kNetSetupBoundMs);

@@ -18,6 +18,7 @@ struct Device {
   SockAddr addr;
   std::string pciPath;  // empty when the interface has no PCI device (loopback, bridges)
   int speedMbps = 0;
+  std::string pciVendor;  // "0x1d0f" style; empty without a PCI device
 };
 
 // The interfaces NCCL_SOCKET_IFNAME / NCCL_SOCKET_FAMILY allow now;
