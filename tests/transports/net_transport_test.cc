@@ -155,8 +155,8 @@ TEST_F(NetTransportPairInline, SmallSlotsMoveOnTheCallersThread) {
 }
 
 // The receiver acks at once only slots whose sender waits for them
-// (SendConnector::setAwaited, from Plan::unprovenSends); others it acks per
-// half FIFO or after CHORUS_NET_ACK_DELAY_US (net_link_side.cc). With the
+// (SendConnector::setAwaited, from Plan::unprovenSends); others only after
+// CHORUS_NET_ACK_DELAY_US (net_link_side.cc). With the
 // default delay (1 ms) this checks the lower bound and that every ack comes;
 // ctest transports.NetAckBatches runs it with a 3 s delay, which makes
 // "prompt" and "held back" tell apart on a loaded machine too.
@@ -192,11 +192,13 @@ TEST_F(NetTransportPair, AcksAtOnceOnlyWhereTheSenderWaits) {
   EXPECT_GE(held, delay) << "an ack nobody waited for was not held back";
   const auto prompt = takenAfter(1, true);
   ASSERT_GE(prompt, Clock::duration::zero());
-  const auto batch = takenAfter(2, false);  // half of the test's 4 slots
+  // Most of the test's 4 slots: how many are released does not make an ack
+  // due, only a sender that waits or the delay.
+  const auto batch = takenAfter(3, false);
   ASSERT_GE(batch, Clock::duration::zero());
+  EXPECT_GE(batch, delay) << "releases nobody waited for were acked before the delay";
   if (longDelay) {
     EXPECT_LT(prompt, delay / 2) << "a slot whose sender waits was not acked at once";
-    EXPECT_LT(batch, delay / 2) << "half a FIFO of releases was not acked at once";
   }
   EXPECT_FALSE(send.end().health->failed()) << send.end().health->message;
 }

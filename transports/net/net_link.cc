@@ -42,6 +42,7 @@ size_t frameSlot(NetLink& link, uint64_t i) {
   h.kind = netwire::Kind::Slot;
   h.print = link.ctl->prints.slot[i % link.nslots];
   h.flags = link.ctl->senderWaits[i % link.nslots] != 0 ? netwire::kSenderWaits : 0;
+  link.lastSentAwaited = h.flags != 0;
   memcpy(link.message(i), &h, sizeof(h));
   return bytes + netwire::kSlotHeaderBytes;
 }

@@ -118,9 +118,12 @@ struct NetLink {
   bool reverseGone = false;       // the reverse connection closed or broke
   bool verdictPosted = false;
   void* verdictReq = nullptr;
-  bool verdictAcked = false;  // receiver: the verdict went back
-  bool verdictSeen = false;   // receiver: the sender's verdict arrived; nothing useful follows
-  bool senderWaits = false;   // receiver: the last slot received asked for a prompt ack
+  bool verdictAcked = false;     // receiver: the verdict went back
+  bool verdictSeen = false;      // receiver: the sender's verdict arrived; nothing useful follows
+  bool senderWaits = false;      // receiver: the last slot received asked for a prompt ack
+  bool lastSentAwaited = false;  // sender: the last slot sent asked for a prompt ack
+  bool inlineStep = false;       // the executor's thread is stepping the link (net_link_inline.cc)
+  int64_t ackPolledNs = 0;       // sender: when an inline step last looked for an ack
   // Receiver: when a change held back for a batch must be acked (steady
   // clock, ns; 0: nothing held back). Read by the sleeping proxy.
   std::atomic<int64_t> ackDueNs{0};

@@ -44,7 +44,9 @@ bool stepInline(NetLink& link) {
   const std::string saved = hadError ? std::string(lastErrorMessage()) : std::string();
   const bool hadReceives = link.completed < link.posted;
   bool progressed = false, busy = false;
+  link.inlineStep = true;
   const ncclResult_t res = guardedRun("net inline move", [&] { stepLink(link, &progressed, &busy); });
+  link.inlineStep = false;
   if (res != ncclSuccess) {
     link.failed = true;
     link.health->setFailed(res, (link.label + ": " + lastErrorMessage()).c_str());

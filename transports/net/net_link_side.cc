@@ -99,6 +99,20 @@ void ackSent(NetLink& link) {
   link.ackedDone = link.doneInFlight;
 }
 
+// An inline step (the executor's thread) looks for an ack only while the
+// sender waits for one (its last slot asked), else at most every
+// kAckPollNs: acks of slots nobody waits for come about once per
+// CHORUS_NET_ACK_DELAY_US, and a recv per step would add a system call to
+// every slot. The proxy, which sleeps on the stream's descriptor, always looks.
+constexpr int64_t kAckPollNs = 100 * 1000;
+bool ackPollDeferred(NetLink& link) {
+  if (!link.inlineStep || link.lastSentAwaited || link.ackReq == nullptr) return false;
+  const int64_t now = NetLink::nowNs();
+  if (now - link.ackPolledNs < kAckPollNs) return true;
+  link.ackPolledNs = now;
+  return false;
+}
+
 // The receiver's intent if it changed since the last ack posted.
 bool newIntent(NetLink& link, OpPrint* intent) {
   return fifoIntent(link.ctl, intent) && std::memcmp(intent, &link.intentInFlight, sizeof(OpPrint)) != 0;
@@ -106,15 +120,13 @@ bool newIntent(NetLink& link, OpPrint* intent) {
 
 // Whether the receiver's unacked releases (or mark) must be acked now: at
 // once when the sender waits for them (its last slot asked, or a verdict),
-// else once half the FIFO is unacked or the oldest change held back is
-// CHORUS_NET_ACK_DELAY_US old. Nobody waits for the rest: an all-reduce's
+// else once the oldest change held back is CHORUS_NET_ACK_DELAY_US old. Nobody waits for the rest: an all-reduce's
 // sends are proven by what the peer sent back (classifySends), and slot
 // reuse waits only for the local isend; a late wait (finalize, a drain)
 // gets its ack within the delay.
-bool ackIsDue(NetLink& link, uint64_t head, bool verdict) {
+bool ackIsDue(NetLink& link, bool verdict) {
   const int64_t delayUs = params::netAckDelayUs();
   if (verdict || link.senderWaits || delayUs <= 0) return true;
-  if (head - link.ackedHead >= std::max<uint32_t>(1, link.nslots / 2)) return true;
   const int64_t now = NetLink::nowNs();
   const int64_t due = link.ackDueNs.load(std::memory_order_relaxed);
   if (due == 0) link.ackDueNs.store(now + delayUs * 1000, std::memory_order_relaxed);
@@ -139,6 +151,7 @@ void stepSenderSide(NetLink& link, bool* progressed) {
     *progressed = true;
     if (!registerSide(link, link.revComm, &link.revSideMh)) return;
   }
+  if (ackPollDeferred(link)) return;
   for (int round = 0; round < 64 && !link.reverseGone; ++round) {
     if (link.ackReq == nullptr) {
       clearLastError();
@@ -224,7 +237,7 @@ void stepReceiverAck(NetLink& link, bool* progressed) {
   const bool intentMoved = newIntent(link, &intent);
   const bool handle = link.markHandleToSend;  // the mark listener's, once
   if (head == link.ackedHead && done == link.ackedDone && !verdict && !intentMoved && !handle) return;
-  if (!ackIsDue(link, head, verdict || handle)) return;
+  if (!ackIsDue(link, verdict || handle)) return;
   a.magic = netwire::kMagic;
   a.hasVerdict = verdict ? 1 : 0;
   a.head = head;
