@@ -70,7 +70,20 @@ chorus_job() {  # link layout backend out [bin dir] [VAR=VAL,...]
     fi
     pids+=($!)
   done
-  for p in "${pids[@]}"; do wait "$p" || echo "run_net_compare: chorus $link $2 $net failed, see $out.node*" >&2; done
+  # A "node" that fails (e.g. its random store port was taken) leaves the
+  # other one waiting for it, as a late peer may: stop it too.
+  local failed=0
+  while [ "${#pids[@]}" -gt 0 ]; do
+    local left=() p
+    wait -n "${pids[@]}" || failed=1
+    for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && left+=("$p"); done
+    pids=("${left[@]}")
+    if [ "$failed" = 1 ] && [ "${#pids[@]}" -gt 0 ]; then
+      pkill -TERM -P "$(printf '%s,' "${pids[@]}" | sed 's/,$//')" 2>/dev/null
+      kill "${pids[@]}" 2>/dev/null
+    fi
+  done
+  [ "$failed" = 0 ] || echo "run_net_compare: chorus $link $2 $net failed, see $out.node*" >&2
   mv "$out.node0" "$out"
 }
 
