@@ -11,6 +11,7 @@
 #include "common/rank_runner.h"
 #include "net_test_util.h"
 #include "transports/net_socket/socket_backend.h"
+#include "transports/net_socket/socket_setup.h"
 
 namespace chorus::test {
 namespace {
@@ -221,6 +222,27 @@ TEST_F(SocketBackend, SenderToAVanishedReceiverGetsAnError) {
   }
   EXPECT_EQ(res, ncclRemoteError);
   EXPECT_NE(std::string(ncclGetLastError(nullptr)).find("127.0.0.1"), std::string::npos) << ncclGetLastError(nullptr);
+}
+
+// Unset knobs (-2) follow NCCL's per-interface rule; set ones are honoured
+// within the caps.
+TEST(SocketStreamShape, UnsetKnobsFollowTheInterfaceAndSetOnesWin) {
+  auto shape = [](const char* vendor, int64_t t, int64_t s) {
+    const sock::StreamShape sh = sock::streamShapeFor(vendor, t, s);
+    return std::make_pair(sh.nthreads, sh.nsocks);
+  };
+  using P = std::pair<uint32_t, uint32_t>;
+  EXPECT_EQ(shape("", -2, -2), P(0, 1)) << "loopback, bridges, veth: no helper threads";
+  EXPECT_EQ(shape("0x8086", -2, -2), P(0, 1)) << "an ordinary NIC";
+  EXPECT_EQ(shape("0x1d0f", -2, -2), P(2, 8)) << "AWS";
+  EXPECT_EQ(shape("0x1ae0", -2, -2), P(4, 1)) << "Google gVNIC";
+  EXPECT_EQ(shape("", 2, 2), P(2, 2));
+  EXPECT_EQ(shape("0x1d0f", 1, -2), P(1, 8)) << "an unset socket count keeps the interface's";
+  EXPECT_EQ(shape("", 3, -2), P(3, 1));
+  EXPECT_EQ(shape("0x1d0f", 0, -2), P(0, 8)) << "0 threads: control stream only";
+  EXPECT_EQ(shape("", 100, 1), P(64, 1)) << "threads capped";
+  EXPECT_EQ(shape("", 16, 16), P(16, 4)) << "threads x sockets capped at 64";
+  EXPECT_EQ(shape("", -7, 0), P(0, 1)) << "nonsense clamps to the smallest shape";
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -98,31 +99,6 @@ struct ListenComm {
   bool handedOut = false;
 };
 
-// Helper threads and data streams per connection. Knobs left unset (-2)
-// follow NCCL's rule for the interface: none on ordinary NICs (the rank's
-// own thread and the proxy move everything on the control stream), several
-// streams on the cloud NICs whose single TCP stream is capped well below
-// the link.
-void streamShape(const Device& dev, uint32_t* nthreads, uint32_t* nsocks) {
-  constexpr int64_t kAuto = -2;
-  int64_t autoThreads = 0, autoSocks = 1;
-  if (dev.pciVendor == "0x1d0f") {  // AWS ENA/EFA
-    autoThreads = 2;
-    autoSocks = 8;
-  } else if (dev.pciVendor == "0x1ae0") {  // Google gVNIC
-    autoThreads = 4;
-  }
-  int64_t t = params::socketNThreads(), s = params::nsocksPerThread();
-  if (t == kAuto) t = autoThreads;
-  if (s == kAuto) s = autoSocks;
-  if (t < 0) t = 0;
-  if (s < 1) s = 1;
-  if (t > kMaxStreams) t = kMaxStreams;
-  if (t * s > kMaxStreams) s = kMaxStreams / t;
-  *nthreads = static_cast<uint32_t>(t);
-  *nsocks = static_cast<uint32_t>(s);
-}
-
 int connectBounded(const SockAddr& addr, Clock::time_point deadline, ForkClosedFd* fd) {
   int err = 0;
   do {
@@ -201,6 +177,23 @@ void acceptQueued(ListenComm& lc) {
 
 }  // namespace
 
+StreamShape streamShapeFor(const std::string& pciVendor, int64_t threadsKnob, int64_t socksKnob) {
+  constexpr int64_t kAuto = -2;
+  int64_t autoThreads = 0, autoSocks = 1;
+  if (pciVendor == "0x1d0f") {  // AWS ENA/EFA
+    autoThreads = 2;
+    autoSocks = 8;
+  } else if (pciVendor == "0x1ae0") {  // Google gVNIC
+    autoThreads = 4;
+  }
+  int64_t t = threadsKnob == kAuto ? autoThreads : threadsKnob;
+  int64_t s = socksKnob == kAuto ? autoSocks : socksKnob;
+  t = std::clamp<int64_t>(t, 0, kMaxStreams);
+  s = std::max<int64_t>(s, 1);
+  if (t > 0 && t * s > kMaxStreams) s = kMaxStreams / t;
+  return {static_cast<uint32_t>(t), static_cast<uint32_t>(s)};
+}
+
 ncclResult_t currentDevices(std::shared_ptr<const std::vector<Device>>* out) {
   DeviceCache& c = deviceCache();
   const std::string spec = params::socketIfname();
@@ -258,8 +251,8 @@ ncclResult_t connectTo(int dev, const void* handle, void** sendComm) {
   CHORUS_CHECK(currentDevices(&devs));
   if (dev < 0 || dev >= static_cast<int>(devs->size()))
     return fail(ncclInvalidArgument, "socket: connect from device %d, but there are %zu devices", dev, devs->size());
-  uint32_t nthreads = 0, nsocks = 0;
-  streamShape((*devs)[dev], &nthreads, &nsocks);
+  const StreamShape shape = streamShapeFor((*devs)[dev].pciVendor, params::socketNThreads(), params::nsocksPerThread());
+  const uint32_t nthreads = shape.nthreads, nsocks = shape.nsocks;
   const uint32_t ndata = nthreads == 0 ? 0 : nthreads * nsocks;
   const uint64_t connId = random64();
   const auto deadline = deadlineAfterMs(kNetSetupBoundMs);

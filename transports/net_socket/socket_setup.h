@@ -3,6 +3,7 @@
 // sender's streams into one connection.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,6 +26,19 @@ struct Device {
 // re-enumerated when either variable changes. The list stays valid for the
 // process's lifetime (property strings point into it).
 ncclResult_t currentDevices(std::shared_ptr<const std::vector<Device>>* out);
+
+// Helper threads and data streams per connection. Knobs left unset (-2)
+// follow NCCL's rule for the sender's interface: none on ordinary NICs (the
+// rank's own thread and the proxy move everything on the control stream),
+// several streams on the cloud NICs whose single TCP stream is capped well
+// below the link (AWS 0x1d0f: 2 x 8, Google gVNIC 0x1ae0: 4 x 1). Set
+// values are clamped: threads to [0, 64], sockets to at least 1, and
+// threads x sockets to at most 64.
+struct StreamShape {
+  uint32_t nthreads = 0;
+  uint32_t nsocks = 1;
+};
+StreamShape streamShapeFor(const std::string& pciVendor, int64_t threadsKnob, int64_t socksKnob);
 
 ncclResult_t listenOn(int dev, void* handle, void** listenComm);
 ncclResult_t connectTo(int dev, const void* handle, void** sendComm);
