@@ -54,7 +54,7 @@ chorus_job() {  # link layout backend out [bin dir] [VAR=VAL,...]
   local link=$1 nn=${2%x*} per=${2#*x} net=$3 out=$4 bin=${5:-$BIN} i pids=()
   local -a extra=()
   [ -n "${6:-}" ] && IFS=, read -r -a extra <<<"$6"
-  local port=$((20000 + RANDOM % 20000))
+  local port=$(netns_port)
   local libpath="$bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   for ((i = 0; i < nn; i++)); do
     local -a cmd=("$bin/chorusrun" -n "$per" --nnodes "$nn" --node-rank "$i")
@@ -109,7 +109,7 @@ iperf_job() {  # link out: one stream one way; then one stream each way at the s
   if [ "$link" = lo ]; then a=(); b=(); addrA=127.0.0.1; addrB=127.0.0.1
   else a=(ip netns exec "$PREFIX-n0"); b=(ip netns exec "$PREFIX-n1")
        addrA=$(netns_addr "$PREFIX" 0); addrB=$(netns_addr "$PREFIX" 1); fi
-  local p1=$((40000 + RANDOM % 10000)) p2=$((50000 + RANDOM % 10000))
+  local p1 p2; p1=$(netns_port 10000); p2=$((p1 + 1))
   "${b[@]}" iperf3 -s -1 -p "$p1" -B "$addrB" >/dev/null 2>&1 &
   sleep 0.5
   "${a[@]}" iperf3 -c "$addrB" -p "$p1" -t 4 -J >"$out.uni.json" 2>/dev/null

@@ -30,7 +30,7 @@ PREFIX=chtc$$
 SUBNET=$((200 + $$ % 50))
 
 run() {  # variant size out
-  local variant=$1 size=$2 out=$3 i pids=() port=$((20000 + RANDOM % 20000))
+  local variant=$1 size=$2 out=$3 i pids=() port=$(netns_port)
   local -a extra=()
   [ "$variant" = flat ] && read -r -a extra <<<"$FLAT_ENV"
   for ((i = 0; i < NODES; i++)); do

@@ -44,7 +44,7 @@ flags_of() {  # variant -> all_reduce_perf flags
 }
 
 netns_job() {  # variant out
-  local i pids=() port=$((20000 + RANDOM % 20000))
+  local i pids=() port=$(netns_port)
   for ((i = 0; i < NODES; i++)); do
     # shellcheck disable=SC2046
     CHORUS_MODE=host NCCL_NET=Socket netns_run "$PREFIX" "$i" timeout 900 "$BIN/chorusrun" -n "$PER_NODE" \

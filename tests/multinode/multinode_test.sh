@@ -52,7 +52,7 @@ run_job() {
   local nnodes=$1 nper=$2 tmo=$3
   shift 3
   local master
-  master="$(netns_addr "$prefix" 0):$((20000 + RANDOM % 20000))"
+  master="$(netns_addr "$prefix" 0):$(netns_port)"
   local pids=() i rc=0
   for ((i = 0; i < nnodes; i++)); do
     netns_run "$prefix" "$i" timeout "$tmo" "$bin/chorusrun" -n "$nper" --nnodes "$nnodes" --node-rank "$i" \
@@ -142,7 +142,7 @@ kill_node() {
   export CHORUS_MODE=host NCCL_NET=Socket CHORUS_TIMEOUT_MS=15000
   netns_create "$prefix" 3 "$subnet"
   local master
-  master="$(netns_addr "$prefix" 0):$((20000 + RANDOM % 20000))"
+  master="$(netns_addr "$prefix" 0):$(netns_port)"
   local pids=() i
   for ((i = 0; i < 3; i++)); do
     netns_run "$prefix" "$i" timeout 120 stdbuf -oL "$bin/chorusrun" -n 2 --nnodes 3 --node-rank "$i" --master "$master" \
@@ -183,7 +183,7 @@ dead_host() {
   export CHORUS_MODE=host NCCL_NET=Socket NCCL_SHM_DISABLE=1
   netns_create "$prefix" 2 "$subnet"
   local master pids=() i
-  master="$(netns_addr "$prefix" 0):$((20000 + RANDOM % 20000))"
+  master="$(netns_addr "$prefix" 0):$(netns_port)"
   for ((i = 0; i < 2; i++)); do
     netns_run "$prefix" "$i" timeout 120 stdbuf -oL "$bin/chorusrun" -n 1 --nnodes 2 --node-rank "$i" \
       --master "$master" "$bin/all_reduce_perf" -b 4M -e 4M -n 1000000 -w 1 >"$log/node$i.log" 2>&1 &

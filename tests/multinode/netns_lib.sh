@@ -10,8 +10,20 @@
 #   netns_run PREFIX I cmd...                  # run in node I with NCCL_HOSTID=<PREFIX>-nI
 #   netns_kill_node PREFIX I                   # SIGKILL every process in node I
 #   netns_destroy PREFIX                       # idempotent; call from an EXIT trap
+#   netns_port [FIRST]                         # a random port in [FIRST (20000), ephemeral range)
 #
 # Requires root and iproute2 (ip, tc).
+
+# A random TCP port below the kernel's ephemeral range (ip_local_port_range),
+# so a listener does not collide with the local end of some connection
+# (a store port taken that way made one "node" of a job fail and the other
+# wait for it). Optional base offset: netns_port [first] (default 20000).
+netns_port() {
+  local first=${1:-20000} low
+  low=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+  [ "$low" -gt $((first + 1000)) ] || low=$((first + 1000))
+  echo $((first + RANDOM % (low - first)))
+}
 
 netns_supported() {
   [ "$(id -u)" -eq 0 ] || { echo "netns: not root"; return 1; }
