@@ -120,10 +120,10 @@ bool newIntent(NetLink& link, OpPrint* intent) {
 
 // Whether the receiver's unacked releases (or mark) must be acked now: at
 // once when the sender waits for them (its last slot asked, or a verdict),
-// else once the oldest change held back is CHORUS_NET_ACK_DELAY_US old. Nobody waits for the rest: an all-reduce's
-// sends are proven by what the peer sent back (classifySends), and slot
-// reuse waits only for the local isend; a late wait (finalize, a drain)
-// gets its ack within the delay.
+// else once the oldest change held back is CHORUS_NET_ACK_DELAY_US old.
+// Nobody waits for the rest: an all-reduce's sends are proven by what the
+// peer sent back (classifySends), and slot reuse waits only for the local
+// isend; a late wait (finalize, a drain) gets its ack within the delay.
 bool ackIsDue(NetLink& link, bool verdict) {
   const int64_t delayUs = params::netAckDelayUs();
   if (verdict || link.senderWaits || delayUs <= 0) return true;

@@ -26,6 +26,7 @@
 #include "core/params.h"
 #include "core/result.h"
 #include "core/wait_limit.h"
+#include "topo/discover_sources.h"
 
 namespace chorus::sock {
 namespace {
@@ -56,13 +57,6 @@ std::string readPciPath(const std::string& ifname) {
   std::string link = "/sys/class/net/" + ifname + "/device";
   if (realpath(link.c_str(), resolved) == nullptr) return "";
   return resolved;
-}
-
-std::string readPciVendor(const std::string& ifname) {
-  std::ifstream f("/sys/class/net/" + ifname + "/device/vendor");
-  std::string v;
-  if (!(f >> v)) return "";
-  return v;
 }
 
 struct DeviceCache {
@@ -205,7 +199,8 @@ ncclResult_t currentDevices(std::shared_ptr<const std::vector<Device>>* out) {
     CHORUS_CHECK(chooseInterfaces(spec, family, "net/socket", &ifs));
     auto list = std::make_shared<std::vector<Device>>();
     for (const InterfaceInfo& i : ifs)
-      list->push_back({i.name, i.addr, readPciPath(i.name), readSpeedMbps(i.name), readPciVendor(i.name)});
+      list->push_back({i.name, i.addr, readPciPath(i.name), readSpeedMbps(i.name),
+                       topo::detail::readFirstLine("/sys/class/net/" + i.name + "/device/vendor")});
     if (c.list) c.retired.push_back(c.list);
     c.list = list;
     c.key = key;
