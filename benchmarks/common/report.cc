@@ -79,8 +79,12 @@ void printRow(size_t bytes, size_t count, const RowConfig& row, const CollSpec& 
 
 void printWireBytes(size_t bytes, const Measurement& oop, const Measurement& inplace) {
   const double size = bytes > 0 ? static_cast<double>(bytes) : 1.0;
-  std::printf("#  bytes on the wire per op and rank: out-of-place %.0f (%.4f x size)  in-place %.0f (%.4f x size)\n",
+  std::printf("#  bytes on the wire per op and rank: out-of-place %.0f (%.4f x size)  in-place %.0f (%.4f x size)",
               oop.wireBytes, oop.wireBytes / size, inplace.wireBytes, inplace.wireBytes / size);
+  if (oop.netBytes > 0 || inplace.netBytes > 0)
+    std::printf("  network: out-of-place %.0f (%.4f x size)  in-place %.0f (%.4f x size)", oop.netBytes,
+                oop.netBytes / size, inplace.netBytes, inplace.netBytes / size);
+  std::printf("\n");
   std::fflush(stdout);
 }
 

@@ -18,6 +18,7 @@ struct Measurement {
   double busBw = 0;      // GB/s
   double wrong = 0;      // elements, summed over ranks; < 0: not checked
   double wireBytes = 0;  // bytes sent per operation, mean over ranks (chorusCommGetStats)
+  double netBytes = 0;   // of them over the network (chorusLinkNet)
 };
 
 // "# nThread ... " and the per-rank lines (rankLines: one per rank).
@@ -25,7 +26,8 @@ void printPreamble(const Job& job, const std::vector<std::string>& rankLines);
 void printTableHeader();
 void printRow(size_t bytes, size_t count, const RowConfig& row, const CollSpec& spec, const Measurement& oop,
               const Measurement& inplace);
-// "#  bytes on the wire ...": the row's wireBytes, also as a multiple of its size.
+// "#  bytes on the wire ...": the row's wireBytes (and, where some crossed
+// the network, netBytes), also as multiples of its size.
 void printWireBytes(size_t bytes, const Measurement& oop, const Measurement& inplace);
 void printSummary(double wrongTotal, double avgBusBw);
 

@@ -2,6 +2,7 @@
 // buffers, run the sweep row by row (every rank of the job measures, rank 0
 // prints), then tear down.
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <thread>
 
@@ -100,29 +101,35 @@ bool halfChecked(const Job& job, bool inPlace) {
 }
 
 // Bytes the rank's connectors have sent so far, over every link (chorusCommGetStats).
-double bytesSent(const Rank& r) {
+// Bytes this rank's connectors have sent: {every link, the network's}.
+std::array<double, 2> bytesSent(const Rank& r) {
   chorusCommStats_t s{};
   s.size = sizeof s;
   BENCH_NCCL(chorusCommGetStats(r.comm, &s), &r);
   double sum = 0;
   for (uint64_t b : s.bytesSent) sum += static_cast<double>(b);
-  return sum;
+  return {sum, static_cast<double>(s.bytesSent[chorusLinkNet])};
 }
 
 // Times (and checks) one half of a row; returns {time, wrong, bytes sent
-// per operation} per rank.
+// per operation, of them over the network} per rank.
 std::vector<std::vector<double>> measureHalf(ThreadRanks& t, const RowConfig& row, bool inPlace) {
-  std::vector<double> before;
+  std::vector<std::array<double, 2>> before;
   for (auto& r : t.ranks) before.push_back(bytesSent(*r));
   const double us = timeRow(t, row, inPlace);
   const Options& o = t.job->opts;
   const double ops = static_cast<double>(o.iters) * o.aggIters * (o.graphLaunches > 0 ? o.graphLaunches + 1 : 1);
   std::vector<double> sent;
-  for (size_t i = 0; i < t.ranks.size(); ++i) sent.push_back((bytesSent(*t.ranks[i]) - before[i]) / ops);
+  std::vector<double> sentNet;
+  for (size_t i = 0; i < t.ranks.size(); ++i) {
+    const std::array<double, 2> now = bytesSent(*t.ranks[i]);
+    sent.push_back((now[0] - before[i][0]) / ops);
+    sentNet.push_back((now[1] - before[i][1]) / ops);
+  }
   std::vector<double> wrong(t.ranks.size(), 0.0);
   if (halfChecked(*t.job, inPlace)) wrong = checkRow(t, row, inPlace);
   std::vector<std::vector<double>> out;
-  for (size_t i = 0; i < t.ranks.size(); ++i) out.push_back({us, wrong[i], sent[i]});
+  for (size_t i = 0; i < t.ranks.size(); ++i) out.push_back({us, wrong[i], sent[i], sentNet[i]});
   return out;
 }
 
@@ -135,7 +142,7 @@ void agreeRow(ThreadRanks& t, const std::vector<std::vector<double>>& oop, const
   for (size_t i = 0; i < oop.size(); ++i) {
     const bool counts = job.opts.average != Average::Rank0 || t.ranks[i]->rank == 0;
     times.push_back({counts ? oop[i][0] : 0.0, counts ? ip[i][0] : 0.0});
-    wrongs.push_back({oop[i][1], ip[i][1], oop[i][2], ip[i][2]});
+    wrongs.push_back({oop[i][1], ip[i][1], oop[i][2], ip[i][2], oop[i][3], ip[i][3]});
   }
   ncclRedOp_t op = ncclSum;
   if (job.opts.average == Average::Min) op = ncclMin;
@@ -150,6 +157,8 @@ void agreeRow(ThreadRanks& t, const std::vector<std::vector<double>>& oop, const
   mi->wrong = halfChecked(job, true) ? wrong[1] : -1;
   mo->wireBytes = wrong[2] / job.nranks;
   mi->wireBytes = wrong[3] / job.nranks;
+  mo->netBytes = wrong[4] / job.nranks;
+  mi->netBytes = wrong[5] / job.nranks;
 }
 
 void fillBandwidth(const CollSpec& spec, size_t bytes, int nranks, Measurement* m) {

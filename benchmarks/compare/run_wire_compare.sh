@@ -11,7 +11,7 @@
 #
 #   benchmarks/compare/run_wire_compare.sh [build-dir]        (default: build)
 #
-# Knobs: VARIANTS="native bf16 fp8 int8 det" REPS=3 BYTES=64M ITERS=3 WARMUP=1
+# Knobs: VARIANTS="native bf16 fp8 int8 det" (FORMAT-flat: with CHORUS_WIRE_HOSTS=0) REPS=3 BYTES=64M ITERS=3 WARMUP=1
 #        RATE=1gbit NODES=4 PER_NODE=2 SHM=1 (0: skip the one-host runs)
 #        OUTDIR=<raw logs> SUMMARIZE=<dir of an earlier run: only summarize>
 set -uo pipefail
@@ -36,10 +36,17 @@ SUBNET=$((100 + $$ % 50))
 die() { echo "run_wire_compare: $*" >&2; exit 1; }
 
 flags_of() {  # variant -> all_reduce_perf flags
-  case $1 in
+  case ${1%-flat} in
     native) echo "--wire native" ;;
     det) echo "--deterministic 1" ;;
-    *) echo "--wire $1" ;;
+    *) echo "--wire ${1%-flat}" ;;
+  esac
+}
+
+hosts_of() {  # variant -> CHORUS_WIRE_HOSTS (FORMAT-flat: the flat form across hosts)
+  case $1 in
+    *-flat) echo 0 ;;
+    *) echo 1 ;;
   esac
 }
 
@@ -47,7 +54,7 @@ netns_job() {  # variant out
   local i pids=() port=$(netns_port)
   for ((i = 0; i < NODES; i++)); do
     # shellcheck disable=SC2046
-    CHORUS_MODE=host NCCL_NET=Socket netns_run "$PREFIX" "$i" timeout 900 "$BIN/chorusrun" -n "$PER_NODE" \
+    CHORUS_MODE=host NCCL_NET=Socket CHORUS_WIRE_HOSTS=$(hosts_of "$1") netns_run "$PREFIX" "$i" timeout 900 "$BIN/chorusrun" -n "$PER_NODE" \
       --nnodes "$NODES" --node-rank "$i" --master "$(netns_addr "$PREFIX" 0):$port" "$BIN/all_reduce_perf" \
       "${SWEEP[@]}" $(flags_of "$1") >"$2.node$i" 2>&1 &
     pids+=($!)
@@ -58,7 +65,7 @@ netns_job() {  # variant out
 
 shm_job() {  # variant out
   # shellcheck disable=SC2046
-  CHORUS_MODE=host timeout 900 "$BIN/chorusrun" -n $((NODES * PER_NODE)) "$BIN/all_reduce_perf" "${SWEEP[@]}" \
+  CHORUS_MODE=host CHORUS_WIRE_HOSTS=$(hosts_of "$1") timeout 900 "$BIN/chorusrun" -n $((NODES * PER_NODE)) "$BIN/all_reduce_perf" "${SWEEP[@]}" \
     $(flags_of "$1") >"$2" 2>&1 || echo "run_wire_compare: shm $1 failed, see $2" >&2
 }
 
@@ -87,13 +94,14 @@ python3 - "$OUTDIR" "$VARIANTS" "$RATE" "$NODES" "$PER_NODE" <<'PY'
 import glob, statistics, sys
 outdir, variants, rate, nodes, per = sys.argv[1], sys.argv[2].split(), sys.argv[3], sys.argv[4], sys.argv[5]
 
-def parse(path):  # (out-of-place time us, wire bytes per op and rank) of the one row
-    t = wire = None
+def parse(path):  # (out-of-place time us, wire bytes, of them network bytes, per op and rank) of the one row
+    t = wire = net = None
     try:
         for line in open(path):
             f = line.split()
             if line.startswith("#  bytes on the wire"):
                 wire = float(f[f.index("out-of-place") + 1])
+                net = float(f[f.index("network:") + 2]) if "network:" in f else 0.0
             elif not line.startswith("#") and len(f) >= 13:
                 try:
                     t = float(f[5])
@@ -101,7 +109,7 @@ def parse(path):  # (out-of-place time us, wire bytes per op and rank) of the on
                     pass
     except OSError:
         pass
-    return t, wire
+    return t, wire, net
 
 def med(vals):
     vals = [v for v in vals if v is not None]
@@ -114,6 +122,7 @@ def load(f):
         return "?"
 
 names = {"native": "native fp32", "bf16": "bf16", "fp8": "fp8 e4m3", "int8": "int8", "det": "deterministic"}
+names.update({f"{k}-flat": f"{v}, flat form (CHORUS_WIRE_HOSTS=0)" for k, v in list(names.items())})
 print(f"load average {load('load_at_start.txt')} at start, {load('load_at_end.txt')} at end, "
       f"{load('nproc.txt')} cores\n")
 for setup, label in (("netns", f"{nodes} nodes x {per} ranks, veth shaped to {rate} (tbf)"),
@@ -121,17 +130,20 @@ for setup, label in (("netns", f"{nodes} nodes x {per} ranks, veth shaped to {ra
     runs = {v: [parse(p) for p in sorted(glob.glob(f"{outdir}/{setup}_{v}_r*.txt"))] for v in variants}
     if not any(runs.values()):
         continue
-    times = {v: med(t for t, _ in r) for v, r in runs.items()}
-    wires = {v: med(w for _, w in r) for v, r in runs.items()}
-    base_t, base_w = times.get("native"), wires.get("native")
+    times = {v: med(t for t, _, _ in r) for v, r in runs.items()}
+    wires = {v: med(w for _, w, _ in r) for v, r in runs.items()}
+    nets = {v: med(n for _, _, n in r) for v, r in runs.items()}
+    base_t, base_w, base_n = times.get("native"), wires.get("native"), nets.get("native")
     print(f"#### {label}, 64 MiB float all-reduce, median of {max(len(r) for r in runs.values())}\n")
-    print("| variant | time (ms) | speed-up over native | bytes sent per op and rank | / native |")
-    print("|---|---:|---:|---:|---:|")
+    print("| variant | time (ms) | speed-up over native | bytes sent per op and rank | / native "
+          "| of them over the network | / native |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    num = lambda x: "-" if x is None else f"{x:.0f}"
+    rel = lambda x, b: f"{x / b:.3f}" if x is not None and b else "-"
     for v in variants:
-        t, w = times[v], wires[v]
+        t, w, n = times[v], wires[v], nets[v]
         sp = f"{base_t / t:.2f}x" if t and base_t else "-"
-        ratio = f"{w / base_w:.3f}" if w is not None and base_w else "-"
         print(f"| {names.get(v, v)} | {'-' if t is None else f'{t / 1000:.1f}'} | {sp} | "
-              f"{'-' if w is None else f'{w:.0f}'} | {ratio} |")
+              f"{num(w)} | {rel(w, base_w)} | {num(n)} | {rel(n, base_n)} |")
     print()
 PY

@@ -82,7 +82,7 @@ void runFormat(Buffers& b, Format f, const char* name, const char* level, int re
   const Rate acc = timeIt(reps, bytes, [&] {
     forPieces(f, b.n, [&](uint64_t i, uint64_t m, uint64_t e) {
       const uint8_t* in[2] = {nullptr, b.enc.data() + e};
-      chorus::host::wireOwn(piece(f, m), {2, 0, in, b.x.data() + i, nullptr, b.y.data() + i, nullptr});
+      chorus::host::wireOwn(piece(f, m), {2, 0, in, nullptr, b.x.data() + i, nullptr, b.y.data() + i, nullptr});
     });
   });
   std::printf("%-5s %-8s encode %6.2f (best %6.2f)  decode %6.2f (best %6.2f)  accum %6.2f (best %6.2f) GB/s\n", name,

@@ -41,16 +41,18 @@ bool segmentValid(const sched::Segment& s, int nFifos, int nRankTable, int nTask
     case sched::SegmentKind::Hier:
       if (s.roundElems == 0 || s.nranks < 1 || s.nranks2 < 1) return false;
       if (s.pos < 0 || s.pos >= s.nranks || s.pos2 < 0 || s.pos2 >= s.nranks2) return false;
-      if (s.nranks > 1 && (s.conn[sched::kHierScatterRecv] == sched::kNoConn ||
-                           s.conn[sched::kHierScatterSend] == sched::kNoConn ||
-                           s.conn[sched::kHierGatherRecv] == sched::kNoConn ||
-                           s.conn[sched::kHierGatherSend] == sched::kNoConn))
+      if (s.nranks > 1 &&
+          (s.conn[sched::kHierScatterRecv] == sched::kNoConn || s.conn[sched::kHierScatterSend] == sched::kNoConn ||
+           s.conn[sched::kHierGatherRecv] == sched::kNoConn || s.conn[sched::kHierGatherSend] == sched::kNoConn))
         return false;
       return s.nranks2 == 1 ||
              (s.conn[sched::kHierInterRecv] != sched::kNoConn && s.conn[sched::kHierInterSend] != sched::kNoConn);
     case sched::SegmentKind::WireSend:
     case sched::SegmentKind::WireOwner:
     case sched::SegmentKind::WireGather:
+    case sched::SegmentKind::WirePartial:
+    case sched::SegmentKind::WireHostSum:
+    case sched::SegmentKind::WireRelay:
       return false;  // docs/wire.md: the lane kernel does not run the wire segments yet (host mode only)
   }
   return false;

@@ -71,9 +71,37 @@ CHORUS_HD CHORUS_INLINE uint32_t sendBlock(Format f, const Fn& fn, bool preMul, 
   return 0;
 }
 
+// A rank's contribution to one block of a shard of another host, as an fp32
+// partial for the rank of its own host that combines the host's
+// contributions (the two-level direct reduction of docs/wire.md): x plus
+// its residual, exact, and the residual cleared, since nothing was lost.
+// Compressed formats only (float, half, bf16 inputs); returns the bytes.
+template <typename T, typename Fn>
+CHORUS_HD CHORUS_INLINE uint32_t partialBlock(const Fn& fn, const T* CHORUS_RESTRICT x, float* CHORUS_RESTRICT residual,
+                                              uint32_t n, uint8_t* CHORUS_RESTRICT out) {
+  if constexpr (std::is_same_v<ComputeOf<T>, float>) {
+    float v[kWireBlockElems];
+    forBlock(n, [&](uint32_t i) CHORUS_LAMBDA_INLINE { v[i] = fn.preOp(ElemTraits<T>::widen(x[i])); });
+    if (residual)
+      forBlock(n, [&](uint32_t i) CHORUS_LAMBDA_INLINE {
+        v[i] += residual[i];
+        residual[i] = 0.0f;
+      });
+    memcpy(out, v, n * sizeof(float));
+    return n * uint32_t(sizeof(float));
+  }
+  return 0;
+}
+
+// Bytes of one fp32 partial block (partialBlock) of n elements.
+CHORUS_HD CHORUS_INLINE uint32_t partialBytes(uint32_t n) { return n * uint32_t(sizeof(float)); }
+
 // What the owner of a block needs. `in[r]` is rank r's received block (null
-// for the owner itself, whose input is `x`); `out`, when set, receives the
-// result's encoding for the gather phase (`outBytes` its size). The owner's
+// for the owner itself, whose input is `x`, and for ranks whose contribution
+// reaches it inside another rank's); `partial`, when set, marks the inputs
+// that are fp32 partials (partialBlock) rather than blocks in the wire's
+// format. `out`, when set, receives the result's encoding for the gather
+// phase (`outBytes` its size). The owner's
 // output `y` is what every rank decodes from `out` (or the result rounded to
 // T without a gather phase). `lossScale`: nranks for an average, else 1 (the
 // result's quantization loss in units of one contribution). `residual`, `y`
@@ -84,6 +112,7 @@ struct OwnerBlock {
   bool preMul, post;
   int nranks, self;
   const uint8_t* const* in;
+  const uint8_t* partial;  // null: no input is a partial
   const T* x;
   float* residual;  // compressed with error feedback: this block's entries, else null
   uint32_t n;
@@ -110,6 +139,10 @@ CHORUS_HD CHORUS_INLINE void contributions(const OwnerBlock<T>& b, const Fn& fn,
   }
   const uint8_t* CHORUS_RESTRICT in = b.in[r];
   if constexpr (std::is_same_v<C, float>) {
+    if (b.partial && b.partial[r]) {
+      memcpy(v, in, n * sizeof(float));
+      return;
+    }
     if (b.format != Format::Native) {
       decodeBlock<false>(b.format, in, n, v);
       return;
@@ -156,17 +189,45 @@ CHORUS_HD CHORUS_INLINE void ownerResult(OwnerBlock<T>& b, const ComputeOf<T>* C
   }
 }
 
+// The inputs of a block combined in rank order (the owner's own and every
+// rank's whose block it received), into acc; v: scratch for one block.
+template <typename T, typename Fn>
+CHORUS_HD CHORUS_INLINE void combineInputs(const OwnerBlock<T>& b, const Fn& fn, ComputeOf<T>* CHORUS_RESTRICT acc,
+                                           ComputeOf<T>* CHORUS_RESTRICT v) {
+  bool first = true;
+  for (int r = 0; r < b.nranks; ++r) {
+    if (r != b.self && b.in[r] == nullptr) continue;
+    contributions(b, fn, r, first ? acc : v);
+    if (!first) forBlock(b.n, [&](uint32_t i) CHORUS_LAMBDA_INLINE { acc[i] = fn.combine(acc[i], v[i]); });
+    first = false;
+  }
+}
+
 // The owner's combine in rank order 0..n-1, then avg's division, then the result.
 template <typename T, typename Fn>
 CHORUS_HD CHORUS_INLINE void ownerBlock(OwnerBlock<T>& b, const Fn& fn) {
   using C = ComputeOf<T>;
   C acc[kWireBlockElems], v[kWireBlockElems];
-  for (int r = 0; r < b.nranks; ++r) {
-    contributions(b, fn, r, r == 0 ? acc : v);
-    if (r > 0) forBlock(b.n, [&](uint32_t i) CHORUS_LAMBDA_INLINE { acc[i] = fn.combine(acc[i], v[i]); });
-  }
+  combineInputs(b, fn, acc, v);
   if (b.post) forBlock(b.n, [&](uint32_t i) CHORUS_LAMBDA_INLINE { acc[i] = fn.postOp(acc[i]); });
   ownerResult(b, acc, v, b.y);
+}
+
+// A host's combined contribution to a block of another host's shard: the
+// host's fp32 partials and this rank's own input (with its residual) summed
+// in fp32, encoded once at `out` as this rank's contribution would be, and
+// what the encoding lost kept in the residual. No division (the owner
+// divides) and no output. Compressed formats only.
+template <typename T, typename Fn>
+CHORUS_HD CHORUS_INLINE void hostSumBlock(OwnerBlock<T>& b, const Fn& fn) {
+  b.outBytes = 0;
+  if constexpr (std::is_same_v<ComputeOf<T>, float>) {
+    float acc[kWireBlockElems], v[kWireBlockElems];
+    combineInputs(b, fn, acc, v);
+    b.outBytes = encodeBlock(b.format, acc, b.n, b.out, b.residual ? v : nullptr);
+    float* CHORUS_RESTRICT res = b.residual;
+    if (res) forBlock(b.n, [&](uint32_t i) CHORUS_LAMBDA_INLINE { res[i] = detail::feedback(acc[i], v[i]); });
+  }
 }
 
 // A gathered block of the result, decoded into the output; returns the bytes read.

@@ -42,6 +42,7 @@ ncclResult_t wireFromEnv(CommConfig* c) {
     return fail(ncclInvalidArgument, "CHORUS_WIRE=%s: expected bf16, fp8, int8 or native", w.c_str());
   c->wireMinBytes = static_cast<uint64_t>(std::max<int64_t>(params::wireMinBytes(), 0));
   c->wireFeedback = params::wireFeedback() != 0;
+  c->wireHosts = params::wireHosts() != 0;
   c->deterministic = params::deterministic() != 0;
   return ncclSuccess;
 }

@@ -32,6 +32,7 @@ struct CommConfig {
   uint8_t wire = 0;
   uint64_t wireMinBytes = 1u << 20;
   bool wireFeedback = false;
+  bool wireHosts = true;  // CHORUS_WIRE_HOSTS: the two-level form of compressed reductions across hosts
   bool deterministic = false;
 };
 

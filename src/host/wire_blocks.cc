@@ -15,7 +15,11 @@ struct PortableWire {
   static uint32_t send(const WirePiece& p, const void* x, float* r, uint8_t* out) { return L::send(p, x, r, out); }
   static uint32_t gather(const WirePiece& p, const uint8_t* in, void* y) { return L::gather(p, in, y); }
   static uint32_t own(const WirePiece& p, const WireOwnerIo& io) { return L::own(p, io); }
-  static constexpr WireLoops kLoops{&send, &gather, &own};
+  static uint32_t partial(const WirePiece& p, const void* x, float* r, uint8_t* out) {
+    return L::partial(p, x, r, out);
+  }
+  static uint32_t hostSum(const WirePiece& p, const WireOwnerIo& io) { return L::hostSum(p, io); }
+  static constexpr WireLoops kLoops{&send, &gather, &own, &partial, &hostSum};
 };
 
 }  // namespace
@@ -47,5 +51,11 @@ uint32_t wireSend(const WirePiece& p, const void* x, float* residual, uint8_t* o
 uint32_t wireGather(const WirePiece& p, const uint8_t* in, void* y) { return loopsFor(p).gather(p, in, y); }
 
 uint32_t wireOwn(const WirePiece& p, const WireOwnerIo& io) { return loopsFor(p).own(p, io); }
+
+uint32_t wirePartial(const WirePiece& p, const void* x, float* residual, uint8_t* out) {
+  return loopsFor(p).partial(p, x, residual, out);
+}
+
+uint32_t wireHostSum(const WirePiece& p, const WireOwnerIo& io) { return loopsFor(p).hostSum(p, io); }
 
 }  // namespace chorus::host

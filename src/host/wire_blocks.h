@@ -31,17 +31,30 @@ uint32_t wireSend(const WirePiece& p, const void* x, float* residual, uint8_t* o
 // A gathered piece of the result, decoded into `y`. Returns the bytes read.
 uint32_t wireGather(const WirePiece& p, const uint8_t* in, void* y);
 
+// A rank's contribution to a piece of another host's shard as an fp32
+// partial for its own host's combining rank (x plus residual; the residual
+// cleared). Returns the bytes.
+uint32_t wirePartial(const WirePiece& p, const void* x, float* residual, uint8_t* out);
+
 // The owner's combine of a piece: in[r] is rank r's received piece (null for
-// `self`, whose input is `x`), advanced past the piece on return; `out`, when
-// set, receives the result's encoding. Returns the bytes written at `out`.
+// `self`, whose input is `x`, and for ranks that send it nothing), advanced
+// past the piece on return; partial[r] (when set) marks fp32 partials among
+// them; `out`, when set, receives the result's encoding. Returns the bytes
+// written at `out`.
 struct WireOwnerIo {
   int nranks, self;
   const uint8_t** in;
+  const uint8_t* partial;
   const void* x;
   float* residual;
   void* y;
   uint8_t* out;
 };
 uint32_t wireOwn(const WirePiece& p, const WireOwnerIo& io);
+
+// A host's combined contribution to a piece of another host's shard (the
+// received partials and x, with the residual), encoded once at `out`; y is
+// unused. Returns the bytes written at `out`.
+uint32_t wireHostSum(const WirePiece& p, const WireOwnerIo& io);
 
 }  // namespace chorus::host

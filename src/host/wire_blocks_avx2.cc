@@ -28,7 +28,11 @@ struct Avx2Wire {
     return L::gather(p, in, y);
   }
   CHORUS_WIRE_AVX2 static uint32_t own(const WirePiece& p, const WireOwnerIo& io) { return L::own(p, io); }
-  static constexpr WireLoops kLoops{&send, &gather, &own};
+  CHORUS_WIRE_AVX2 static uint32_t partial(const WirePiece& p, const void* x, float* r, uint8_t* out) {
+    return L::partial(p, x, r, out);
+  }
+  CHORUS_WIRE_AVX2 static uint32_t hostSum(const WirePiece& p, const WireOwnerIo& io) { return L::hostSum(p, io); }
+  static constexpr WireLoops kLoops{&send, &gather, &own, &partial, &hostSum};
 };
 
 template <typename T>

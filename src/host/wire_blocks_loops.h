@@ -39,39 +39,53 @@ struct WireLoopsOf {
     return bytes;
   }
 
-  static CHORUS_INLINE uint32_t own(const WirePiece& p, const WireOwnerIo& io) {
+  static CHORUS_INLINE uint32_t partial(const WirePiece& p, const void* src, float* residual, uint8_t* out) {
     const Fn fn = func(p);
-    const bool preMul = K == ReduceKind::PreMulSum, post = K == ReduceKind::SumPostDiv;
+    const T* x = static_cast<const T*>(src);
+    uint32_t bytes = 0;
+    for (uint64_t i = 0; i < p.n; i += wire::kWireBlockElems)
+      bytes += wire::partialBlock(fn, x + i, residual ? residual + i : nullptr, blockAt(p, i), out + bytes);
+    return bytes;
+  }
+
+  // The owner's combine (hostSum false) or a host's combined contribution
+  // (hostSum true), block by block.
+  static CHORUS_INLINE uint32_t combine(const WirePiece& p, const WireOwnerIo& io, bool hostSum) {
+    const Fn fn = func(p);
+    const bool preMul = K == ReduceKind::PreMulSum, post = K == ReduceKind::SumPostDiv && !hostSum;
     const uint64_t inBlock = wire::encodedBytes(p.format, wire::nativeScatterBytes<T>(preMul), wire::kWireBlockElems);
+    const uint64_t partialBlock = wire::partialBytes(wire::kWireBlockElems);
     const T* x = static_cast<const T*>(io.x);
     T* y = static_cast<T*>(io.y);
-    wire::OwnerBlock<T> b{p.format,
-                          preMul,
-                          post,
-                          io.nranks,
-                          io.self,
-                          io.in,
-                          nullptr,
-                          nullptr,
-                          0,
-                          nullptr,
-                          nullptr,
-                          0,
-                          post ? float(p.divisor) : 1.0f};
+    wire::OwnerBlock<T> b{};
+    b.format = p.format;
+    b.preMul = preMul;
+    b.post = post;
+    b.nranks = io.nranks;
+    b.self = io.self;
+    b.in = io.in;
+    b.partial = io.partial;
+    b.lossScale = post ? float(p.divisor) : 1.0f;
     uint32_t bytes = 0;
     for (uint64_t i = 0; i < p.n; i += wire::kWireBlockElems) {
       b.x = x + i;
       b.residual = io.residual ? io.residual + i : nullptr;
       b.n = blockAt(p, i);
-      b.y = y + i;
+      b.y = y ? y + i : nullptr;
       b.out = io.out ? io.out + bytes : nullptr;
-      wire::ownerBlock(b, fn);
+      if (hostSum)
+        wire::hostSumBlock(b, fn);
+      else
+        wire::ownerBlock(b, fn);
       bytes += b.outBytes;
       for (int r = 0; r < io.nranks; ++r)
-        if (io.in[r]) io.in[r] += inBlock;
+        if (io.in[r]) io.in[r] += io.partial && io.partial[r] ? partialBlock : inBlock;
     }
     return bytes;
   }
+
+  static CHORUS_INLINE uint32_t own(const WirePiece& p, const WireOwnerIo& io) { return combine(p, io, false); }
+  static CHORUS_INLINE uint32_t hostSum(const WirePiece& p, const WireOwnerIo& io) { return combine(p, io, true); }
 };
 
 // One compile target's loops for one (type, kind).
@@ -79,6 +93,8 @@ struct WireLoops {
   uint32_t (*send)(const WirePiece&, const void*, float*, uint8_t*);
   uint32_t (*gather)(const WirePiece&, const uint8_t*, void*);
   uint32_t (*own)(const WirePiece&, const WireOwnerIo&);
+  uint32_t (*partial)(const WirePiece&, const void*, float*, uint8_t*);
+  uint32_t (*hostSum)(const WirePiece&, const WireOwnerIo&);
 };
 
 // Null where that target has no loops for the combination.

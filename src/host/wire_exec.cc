@@ -55,61 +55,97 @@ struct PieceCtx {
   ncclResult_t* err;
 };
 
+// WireSend (encoded) or WirePartial (fp32, for this host's combining rank).
 bool sendPiece(const PieceCtx& c, const host::WirePiece& w) {
   SendConnector* out = c.plan.conns[c.seg.conn[1]].send;
   if (!out->ready()) return false;
   const sched::StepDesc& d = c.lane.active.desc;
   float* residual = c.task.wire.residual ? c.task.wire.residual + d.srcOff : nullptr;
-  const uint32_t bytes = host::wireSend(w, static_cast<const char*>(c.seg.src) + d.srcOff * elemBytes(w), residual,
-                                        reinterpret_cast<uint8_t*>(out->slot()));
+  const void* x = static_cast<const char*>(c.seg.src) + d.srcOff * elemBytes(w);
+  auto* slot = reinterpret_cast<uint8_t*>(out->slot());
+  const uint32_t bytes = c.seg.kind == sched::SegmentKind::WirePartial ? host::wirePartial(w, x, residual, slot)
+                                                                       : host::wireSend(w, x, residual, slot);
   out->post(bytes, c.lane.active.stamp->mine);
   return true;
 }
 
+// The connectors that pass a result on (entries n..2n-1 of the segment's
+// table), once all of them have room; the first of them, or null.
+bool resultOutsReady(const PieceCtx& c, const int32_t* outs, SendConnector** first) {
+  *first = nullptr;
+  for (int r = 0; r < c.seg.nranks; ++r) {
+    if (outs[r] == sched::kNoConn) continue;
+    SendConnector* sc = c.plan.conns[outs[r]].send;
+    if (!sc->ready()) return false;
+    if (*first == nullptr) *first = sc;
+  }
+  return true;
+}
+
+// Posts `bytes` of `first`'s slot on every connector of `outs` (copied
+// before `first` posts it: its slot() then moves on).
+void postResult(const PieceCtx& c, const int32_t* outs, SendConnector* first, uint32_t bytes) {
+  const void* encoded = first->slot();
+  for (int r = 0; r < c.seg.nranks; ++r) {
+    if (outs[r] == sched::kNoConn) continue;
+    SendConnector* sc = c.plan.conns[outs[r]].send;
+    if (sc != first) std::memcpy(sc->slot(), encoded, bytes);
+    sc->post(bytes, c.lane.active.stamp->mine);
+  }
+}
+
+// WireGather, or WireRelay (which also passes the encoding on).
 bool gatherPiece(const PieceCtx& c, const host::WirePiece& w) {
   RecvConnector* in = c.plan.conns[c.seg.conn[0]].recv;
   const uint64_t bytes = wire::encodedBytes(w.format, uint32_t(elemBytes(w)), w.n);
   if (checkReceive(c.plan, c.lane, in, bytes, c.err) != Slot::Ok) return false;
-  host::wireGather(w, reinterpret_cast<const uint8_t*>(in->slot()),
-                   static_cast<char*>(c.seg.dst) + c.lane.active.desc.dstOff * elemBytes(w));
+  const bool relays = c.seg.kind == sched::SegmentKind::WireRelay;
+  const int32_t* outs = relays ? c.plan.rankTable.data() + c.seg.ringTable + c.seg.nranks : nullptr;
+  SendConnector* first = nullptr;
+  if (relays && !resultOutsReady(c, outs, &first)) return false;
+  const auto* slot = reinterpret_cast<const uint8_t*>(in->slot());
+  host::wireGather(w, slot, static_cast<char*>(c.seg.dst) + c.lane.active.desc.dstOff * elemBytes(w));
+  if (first) {
+    std::memcpy(first->slot(), slot, bytes);
+    postResult(c, outs, first, static_cast<uint32_t>(bytes));
+  }
   in->release();
   return true;
 }
 
+// WireOwner (the shard's result, encoded for every gatherer) or WireHostSum
+// (the host's contribution, encoded for the owner).
 bool ownerPiece(const PieceCtx& c, const host::WirePiece& w) {
   const int n = c.seg.nranks, self = c.seg.pos;
   const int32_t* table = c.plan.rankTable.data() + c.seg.ringTable;
-  const uint64_t inBytes = wire::encodedBytes(w.format, wireScatterElemBytes(c.task), w.n);
+  const uint64_t encoded = wire::encodedBytes(w.format, wireScatterElemBytes(c.task), w.n);
+  const uint64_t partialBytes = wire::partialBytes(static_cast<uint32_t>(w.n));
   thread_local std::vector<const uint8_t*> in;
+  thread_local std::vector<uint8_t> partial;
   in.assign(static_cast<size_t>(n), nullptr);
-  SendConnector* firstOut = nullptr;
+  partial.assign(static_cast<size_t>(n), 0);
   for (int r = 0; r < n; ++r) {
-    if (table[r] != sched::kNoConn) {
-      RecvConnector* rc = c.plan.conns[table[r]].recv;
-      if (checkReceive(c.plan, c.lane, rc, inBytes, c.err) != Slot::Ok) return false;
-      in[static_cast<size_t>(r)] = reinterpret_cast<const uint8_t*>(rc->slot());
-    }
-    if (table[n + r] != sched::kNoConn) {
-      SendConnector* sc = c.plan.conns[table[n + r]].send;
-      if (!sc->ready()) return false;
-      if (firstOut == nullptr) firstOut = sc;
-    }
+    if (table[r] == sched::kNoConn) continue;
+    partial[static_cast<size_t>(r)] = table[2 * n + r] != 0 ? 1 : 0;
+    RecvConnector* rc = c.plan.conns[table[r]].recv;
+    if (checkReceive(c.plan, c.lane, rc, partial[static_cast<size_t>(r)] ? partialBytes : encoded, c.err) != Slot::Ok)
+      return false;
+    in[static_cast<size_t>(r)] = reinterpret_cast<const uint8_t*>(rc->slot());
   }
+  SendConnector* first = nullptr;
+  if (!resultOutsReady(c, table + n, &first)) return false;
   const sched::StepDesc& d = c.lane.active.desc;
   float* residual = c.task.wire.residual ? c.task.wire.residual + d.srcOff : nullptr;
-  uint8_t* out = firstOut ? reinterpret_cast<uint8_t*>(firstOut->slot()) : nullptr;
+  uint8_t* out = first ? reinterpret_cast<uint8_t*>(first->slot()) : nullptr;
   const size_t eb = elemBytes(w);
+  void* y = d.dstOff == sched::kNoBuffer ? nullptr : static_cast<char*>(c.seg.dst) + d.dstOff * eb;
+  const host::WireOwnerIo io{
+      n, self, in.data(), partial.data(), static_cast<const char*>(c.seg.src) + d.srcOff * eb, residual, y, out};
   const uint32_t bytes =
-      host::wireOwn(w, host::WireOwnerIo{n, self, in.data(), static_cast<const char*>(c.seg.src) + d.srcOff * eb,
-                                         residual, static_cast<char*>(c.seg.dst) + d.dstOff * eb, out});
-  for (int r = 0; r < n; ++r) {
-    if (table[n + r] != sched::kNoConn) {
-      SendConnector* sc = c.plan.conns[table[n + r]].send;
-      if (sc != firstOut) std::memcpy(sc->slot(), out, bytes);
-      sc->post(bytes, c.lane.active.stamp->mine);
-    }
+      c.seg.kind == sched::SegmentKind::WireHostSum ? host::wireHostSum(w, io) : host::wireOwn(w, io);
+  if (first) postResult(c, table + n, first, bytes);
+  for (int r = 0; r < n; ++r)
     if (table[r] != sched::kNoConn) c.plan.conns[table[r]].recv->release();
-  }
   return true;
 }
 
@@ -118,8 +154,10 @@ bool runPiece(const PieceCtx& c) {
                           c.task.spec.scalar, c.task.spec.divisor, c.lane.active.desc.count};
   switch (c.seg.kind) {
     case sched::SegmentKind::WireSend:
+    case sched::SegmentKind::WirePartial:
       return sendPiece(c, w);
     case sched::SegmentKind::WireGather:
+    case sched::SegmentKind::WireRelay:
       return gatherPiece(c, w);
     default:
       return ownerPiece(c, w);

@@ -4,8 +4,8 @@
 
 #include "core/comm.h"
 #include "core/registration.h"
-#include "transport/connection_table.h"
 #include "core/result.h"
+#include "transport/connection_table.h"
 
 namespace chorus {
 
@@ -31,6 +31,8 @@ uint32_t PlanBuilder::slotBytes(Proto p) const {
 }
 
 uint32_t PlanBuilder::nslots() const { return ctx_.config->nslots; }
+
+const CommConfig& PlanBuilder::config() const { return *ctx_.config; }
 
 bool PlanBuilder::zeroCopySource(const void* p, size_t bytes) const {
   return ctx_.config->localRegister && bytes > 0 && ctx_.registrations != nullptr &&
@@ -105,8 +107,7 @@ sched::Segment PlanBuilder::segment(const Task& t, sched::SegmentKind kind) cons
   return s;
 }
 
-sched::Segment PlanBuilder::local(const Task& t, const void* src, void* dst, size_t count, bool pre,
-                                  bool post) const {
+sched::Segment PlanBuilder::local(const Task& t, const void* src, void* dst, size_t count, bool pre, bool post) const {
   sched::Segment s = segment(t, sched::SegmentKind::Single);
   s.src = src;
   s.dst = dst;
@@ -199,8 +200,8 @@ ncclResult_t PlanBuilder::build() {
 ncclResult_t expandLocal(PlanBuilder& b, const Task& t) {
   const bool reduces = t.type == CollType::AllReduce || t.type == CollType::Reduce || t.type == CollType::ReduceScatter;
   if (t.count == 0 || (t.sendbuff == t.recvbuff && !reduces)) return ncclSuccess;
-  b.lane(ConnClass::Ring, Proto::Simple, 0).segments.push_back(
-      b.local(t, t.sendbuff, t.recvbuff, t.count, reduces, reduces));
+  b.lane(ConnClass::Ring, Proto::Simple, 0)
+      .segments.push_back(b.local(t, t.sendbuff, t.recvbuff, t.count, reduces, reduces));
   return ncclSuccess;
 }
 

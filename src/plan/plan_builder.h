@@ -8,11 +8,11 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "core/comm_config.h"
 #include "enqueue/task_tune.h"
 #include "graph/comm_graph.h"
 #include "plan/plan.h"
 #include "sched/ring.h"
-#include "core/comm_config.h"
 #include "transport/connector_source.h"
 
 namespace chorus {
@@ -75,6 +75,7 @@ class PlanBuilder {
   int rank() const;
   int nranks() const;
   const graph::CommGraph* graph() const;  // null when the communicator has none (rank-order rings)
+  const CommConfig& config() const;
   RingOrder ringOrder(int channel) const;
 
  private:
@@ -102,10 +103,12 @@ ncclResult_t expandLocal(PlanBuilder& b, const Task& t);
 // The direct reductions of docs/wire.md (plan_wire.cc), for tasks whose
 // WireSpec is active, whatever the tuner chose.
 ncclResult_t expandWire(PlanBuilder& b, const Task& t);
+// Whether a wire task takes the two-level form across hosts, and that form
+// (plan_wire_hosts.cc).
+bool wireAcrossHosts(const PlanBuilder& b, const Task& t);
+ncclResult_t expandWireHosts(PlanBuilder& b, const Task& t);
 
 // Elements of one ring chunk: half a FIFO, so a step never waits for room.
 size_t ringChunkElems(const PlanBuilder& b, Proto proto, size_t esz);
-
-
 
 }  // namespace chorus

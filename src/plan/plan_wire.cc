@@ -15,9 +15,10 @@
 // Every lane waits only on lanes that never wait on it (senders on the
 // owner's receive slots, the owner on its peers' senders and on the
 // gatherers' free slots, gatherers on owners), so the FIFOs cannot deadlock.
-// The wire connectors are their own (channels kWireScatterChannel and
-// kWireGatherChannel of the Direct class) so they never share a FIFO with
-// another algorithm's lane in the same group.
+// The wire connectors are their own (wire_lanes.h's channels of the Direct
+// class), so they never share a FIFO with another algorithm's lane in the
+// same group. Across hosts, compressed wires take the two-level form of
+// plan_wire_hosts.cc.
 #include <algorithm>
 #include <vector>
 
@@ -25,75 +26,61 @@
 #include "kernels/common/wire_codec.h"
 #include "plan/plan_builder.h"
 #include "plan/wire_geometry.h"
+#include "plan/wire_lanes.h"
 
 namespace chorus {
 namespace {
 
 using sched::Segment;
 using sched::SegmentKind;
-
-constexpr uint16_t kWireScatterChannel = 64, kWireGatherChannel = 65;
-constexpr uint32_t kWireSlots = 4;
-
-// Slot size of the wire connectors: the Simple slot, shrunk beyond 8 ranks
-// so the n^2 FIFOs of an all-to-all stay small (each rank holds 2(n-1)).
-uint32_t wireSlotBytes(const PlanBuilder& b) {
-  uint32_t bytes = b.slotBytes(Proto::Simple);
-  if (b.nranks() > 8) bytes = bytes / static_cast<uint32_t>((b.nranks() + 7) / 8);
-  return std::max<uint32_t>(bytes, kMinWireSlotBytes);
-}
-
-ConnKey wireKey(uint16_t channel, int peer) {
-  return ConnKey{ConnClass::Direct, static_cast<uint8_t>(Proto::Simple), channel, peer};
-}
-
-Lane& wireLane(PlanBuilder& b, uint16_t channel, int peer, bool sendSide, uint32_t slot) {
-  Lane& lane = b.lane(ConnClass::Direct, Proto::Simple, channel, peer, sendSide);
-  lane.pieceBytes = slot;
-  return lane;
-}
+using wireplan::key;
+using wireplan::kGatherChannel;
+using wireplan::kScatterChannel;
+using wireplan::kSlots;
 
 }  // namespace
 
 ncclResult_t expandWire(PlanBuilder& b, const Task& t) {
   if (t.type != CollType::AllReduce && t.type != CollType::ReduceScatter && t.type != CollType::Reduce)
     return fail(ncclInternalError, "wire schedule requested for %s", collName(t.type));
+  if (wireAcrossHosts(b, t)) return expandWireHosts(b, t);
   const int n = b.nranks(), me = b.rank();
-  const uint32_t slot = wireSlotBytes(b);
+  const uint32_t slot = wireplan::slotBytes(b);
   const WireGeometry g = wireGeometry(t, n, slot);
   const bool gathers = t.type == CollType::AllReduce;
-  std::vector<int32_t> table(2 * static_cast<size_t>(n), sched::kNoConn);
+  std::vector<int32_t> table(3 * static_cast<size_t>(n), sched::kNoConn);
+  std::fill(table.begin() + 2 * n, table.end(), 0);  // no fp32 partials
   for (int q = 0; q < n; ++q) {
     if (q == me) continue;
     const WireShard theirs = wireShard(t, n, q), mine = wireShard(t, n, me);
     if (theirs.count > 0) {  // my contribution to q's shard
       Segment s = b.segment(t, SegmentKind::WireSend);
-      CHORUS_CHECK(b.connect(wireKey(kWireScatterChannel, q), true, slot, kWireSlots, &s.conn[1]));
+      CHORUS_CHECK(b.connect(key(kScatterChannel, q), true, slot, kSlots, &s.conn[1]));
       s.begin = theirs.srcBegin;
       s.count = theirs.count;
       s.roundElems = g.pieceElems;
       s.pos = q;
       s.nranks = n;
-      wireLane(b, kWireScatterChannel, q, true, slot).segments.push_back(s);
+      wireplan::lane(b, kScatterChannel, q, true, slot).segments.push_back(s);
     }
     if (mine.count > 0) {
       int16_t id = sched::kNoConn;
-      CHORUS_CHECK(b.connect(wireKey(kWireScatterChannel, q), false, slot, kWireSlots, &id));
+      CHORUS_CHECK(b.connect(key(kScatterChannel, q), false, slot, kSlots, &id));
       table[static_cast<size_t>(q)] = id;
       if (gathers) {
-        CHORUS_CHECK(b.connect(wireKey(kWireGatherChannel, q), true, slot, kWireSlots, &id));
+        CHORUS_CHECK(b.connect(key(kGatherChannel, q), true, slot, kSlots, &id));
         table[static_cast<size_t>(n + q)] = id;
       }
     }
     if (gathers && theirs.count > 0) {  // q's result
       Segment s = b.segment(t, SegmentKind::WireGather);
-      CHORUS_CHECK(b.connect(wireKey(kWireGatherChannel, q), false, slot, kWireSlots, &s.conn[0]));
+      CHORUS_CHECK(b.connect(key(kGatherChannel, q), false, slot, kSlots, &s.conn[0]));
       s.begin = theirs.dstBegin;
       s.count = theirs.count;
       s.roundElems = g.pieceElems;
       s.pos = q;
       s.nranks = n;
-      wireLane(b, kWireGatherChannel, q, false, slot).segments.push_back(s);
+      wireplan::lane(b, kGatherChannel, q, false, slot).segments.push_back(s);
     }
   }
   const WireShard mine = wireShard(t, n, me);
@@ -108,8 +95,8 @@ ncclResult_t expandWire(PlanBuilder& b, const Task& t) {
   const int first = me == 0 ? std::min(1, n - 1) : 0;  // the first peer, named by diagnostics
   s.conn[0] = static_cast<int16_t>(table[static_cast<size_t>(first)]);
   s.conn[1] = static_cast<int16_t>(table[static_cast<size_t>(n + first)]);
-  s.ringTable = b.addTableEntries(table.data(), 2 * n);
-  wireLane(b, kWireScatterChannel, -1, false, slot).segments.push_back(s);
+  s.ringTable = b.addTableEntries(table.data(), 3 * n);
+  wireplan::lane(b, kScatterChannel, -1, false, slot).segments.push_back(s);
   return ncclSuccess;
 }
 

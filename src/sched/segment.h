@@ -31,23 +31,49 @@ enum class SegmentKind : uint8_t {
   WireSend,    // encode this rank's contribution to peer `pos`'s shard, send it
   WireOwner,   // reduce this rank's shard in rank order; encode and send the result to every peer
   WireGather,  // receive peer `pos`'s reduced shard, decode it into the output
+  // The two-level form across hosts (compressed wires only):
+  WirePartial,  // send this rank's contribution to peer `pos`'s shard, fp32, to the host rank combining it
+  WireHostSum,  // combine the host's partials for peer `pos`'s shard with this rank's, encode, send to `pos`
+  WireRelay,    // receive peer `pos`'s reduced shard, decode it, pass the encoding on to this host's ranks
 };
 
 CHORUS_SCHED_FN bool isWireKind(SegmentKind k) {
-  return k == SegmentKind::WireSend || k == SegmentKind::WireOwner || k == SegmentKind::WireGather;
+  return k == SegmentKind::WireSend || k == SegmentKind::WireOwner || k == SegmentKind::WireGather ||
+         k == SegmentKind::WirePartial || k == SegmentKind::WireHostSum || k == SegmentKind::WireRelay;
+}
+
+// Wire kinds that read this rank's input.
+CHORUS_SCHED_FN bool wireReadsInput(SegmentKind k) {
+  return k == SegmentKind::WireSend || k == SegmentKind::WireOwner || k == SegmentKind::WirePartial ||
+         k == SegmentKind::WireHostSum;
 }
 
 CHORUS_SCHED_FN const char* segmentKindName(SegmentKind k) {
   switch (k) {
-    case SegmentKind::Single: return "single";
-    case SegmentKind::RingAllReduce: return "ring-allreduce";
-    case SegmentKind::RingGather: return "ring-allgather";
-    case SegmentKind::RingScatter: return "ring-scatter";
-    case SegmentKind::DirectPair: return "direct-pair";
-    case SegmentKind::Hier: return "hier";
-    case SegmentKind::WireSend: return "wire-send";
-    case SegmentKind::WireOwner: return "wire-owner";
-    case SegmentKind::WireGather: return "wire-gather";
+    case SegmentKind::Single:
+      return "single";
+    case SegmentKind::RingAllReduce:
+      return "ring-allreduce";
+    case SegmentKind::RingGather:
+      return "ring-allgather";
+    case SegmentKind::RingScatter:
+      return "ring-scatter";
+    case SegmentKind::DirectPair:
+      return "direct-pair";
+    case SegmentKind::Hier:
+      return "hier";
+    case SegmentKind::WireSend:
+      return "wire-send";
+    case SegmentKind::WireOwner:
+      return "wire-owner";
+    case SegmentKind::WireGather:
+      return "wire-gather";
+    case SegmentKind::WirePartial:
+      return "wire-partial";
+    case SegmentKind::WireHostSum:
+      return "wire-host-sum";
+    case SegmentKind::WireRelay:
+      return "wire-relay";
   }
   return "?";
 }
@@ -67,23 +93,23 @@ struct StepDesc {
   uint8_t nRecv = 0;
   uint8_t nSend = 0;
   StepInput input = StepInput::None;
-  uint8_t preSrc = 0;  // apply PreMulSum's scalar to the local input
-  uint8_t post = 0;    // apply SumPostDiv's division to the result
-  uint8_t direct = 0;  // a plain send of a registered buffer: zero-copy where the connector allows it
+  uint8_t preSrc = 0;           // apply PreMulSum's scalar to the local input
+  uint8_t post = 0;             // apply SumPostDiv's division to the result
+  uint8_t direct = 0;           // a plain send of a registered buffer: zero-copy where the connector allows it
   uint64_t srcOff = kNoBuffer;  // elements into the input buffer (`input`)
   uint64_t dstOff = kNoBuffer;  // elements into the segment's dst; kNoBuffer: no local output
   uint64_t count = 0;           // elements
 };
 
 // Segment::flags
-inline constexpr uint8_t kSegInPlace = 1;   // the input is already where CopySend would copy it
-inline constexpr uint8_t kSegPreSrc = 2;    // Single: preSrc
-inline constexpr uint8_t kSegPost = 4;      // Single: post
-inline constexpr uint8_t kSegDirect = 8;    // Single: zero-copy send
-inline constexpr uint8_t kSegHasSrc = 16;   // Single: reads src
-inline constexpr uint8_t kSegHasDst = 32;   // Single: writes dst
-inline constexpr uint8_t kSegStream = 64;   // outputs are large: non-temporal stores (host)
-inline constexpr uint8_t kSegBytes = 128;   // Single: moves raw bytes (begin and count in bytes, a plain copy)
+inline constexpr uint8_t kSegInPlace = 1;  // the input is already where CopySend would copy it
+inline constexpr uint8_t kSegPreSrc = 2;   // Single: preSrc
+inline constexpr uint8_t kSegPost = 4;     // Single: post
+inline constexpr uint8_t kSegDirect = 8;   // Single: zero-copy send
+inline constexpr uint8_t kSegHasSrc = 16;  // Single: reads src
+inline constexpr uint8_t kSegHasDst = 32;  // Single: writes dst
+inline constexpr uint8_t kSegStream = 64;  // outputs are large: non-temporal stores (host)
+inline constexpr uint8_t kSegBytes = 128;  // Single: moves raw bytes (begin and count in bytes, a plain copy)
 
 // Hier: which of the segment's connectors serve each phase.
 inline constexpr int kHierScatterRecv = 0, kHierScatterSend = 1, kHierInterRecv = 2, kHierInterSend = 3,
@@ -99,15 +125,18 @@ struct Segment {
   // Single: recv[0..1] = conn[0..1], send[0..1] = conn[2..3]. Ring kinds and
   // DirectPair: conn[0] receives, conn[1] sends. Hier: kHier* above.
   int16_t conn[6] = {kNoConn, kNoConn, kNoConn, kNoConn, kNoConn, kNoConn};
-  int32_t nranks = 1;  // ring size (Hier: ranks per host)
-  int32_t pos = 0;     // position on the ring (Hier: local position)
+  int32_t nranks = 1;   // ring size (Hier: ranks per host)
+  int32_t pos = 0;      // position on the ring (Hier: local position)
   int32_t nranks2 = 1;  // Hier: hosts
   int32_t pos2 = 0;     // Hier: position on the inter-host ring
   // RingGather/RingScatter: index into the plan's rank table of this ring's
   // order (entry p = rank at position p); -1 when position p is rank p.
-  // WireOwner: index into the rank table of 2 * nranks connector ids: entry r
-  // receives rank r's contribution, entry nranks + r sends the result to
-  // rank r (kNoConn for this rank, and for the sends without a gather phase).
+  // WireOwner, WireHostSum: index into the rank table of 3 * nranks entries:
+  // entry r is the connector receiving rank r's contribution, entry
+  // nranks + r the one sending the result (the host's sum) to rank r
+  // (kNoConn where there is none), entry 2 * nranks + r is 1 where rank r's
+  // contribution arrives as an fp32 partial. WireRelay: 2 * nranks entries,
+  // the second half the connectors passing the result on.
   int32_t ringTable = -1;
   uint16_t task = 0;  // which task of the plan (its reduction spec)
   SegmentKind kind = SegmentKind::Single;
@@ -138,12 +167,17 @@ CHORUS_SCHED_FN uint64_t hierRoundSteps(const Segment& s) {
 
 CHORUS_SCHED_FN uint64_t stepsPerRound(const Segment& s) {
   switch (s.kind) {
-    case SegmentKind::RingAllReduce: return static_cast<uint64_t>(ringAllReduceSteps(s.nranks));
+    case SegmentKind::RingAllReduce:
+      return static_cast<uint64_t>(ringAllReduceSteps(s.nranks));
     case SegmentKind::RingGather:
-    case SegmentKind::RingScatter: return static_cast<uint64_t>(s.nranks);
-    case SegmentKind::DirectPair: return 2;
-    case SegmentKind::Hier: return hierRoundSteps(s);
-    default: return 1;
+    case SegmentKind::RingScatter:
+      return static_cast<uint64_t>(s.nranks);
+    case SegmentKind::DirectPair:
+      return 2;
+    case SegmentKind::Hier:
+      return hierRoundSteps(s);
+    default:
+      return 1;
   }
 }
 
@@ -157,8 +191,8 @@ CHORUS_SCHED_FN uint64_t segmentSteps(const Segment& s) {
 }
 
 // The connectors, buffers and flags a ring action uses.
-CHORUS_SCHED_FN StepDesc ringActionDesc(RingAction action, int16_t recv, int16_t send, StepInput input,
-                                         uint64_t srcOff, uint64_t dstOff, uint64_t count, bool inPlace) {
+CHORUS_SCHED_FN StepDesc ringActionDesc(RingAction action, int16_t recv, int16_t send, StepInput input, uint64_t srcOff,
+                                        uint64_t dstOff, uint64_t count, bool inPlace) {
   StepDesc d;
   d.count = count;
   const RingActionShape a = ringActionShape(action);
@@ -272,8 +306,8 @@ CHORUS_SCHED_FN StepDesc hierDesc(const Segment& s, uint64_t round, uint64_t k) 
   if (H > 1) k -= static_cast<uint64_t>(2 * H - 1);
   const RingStep rs = ringAllGatherStep(s.pos, G, static_cast<int>(k));
   const Range chunk = splitEven(cnt, G, rs.chunk);
-  return ringActionDesc(rs.action, s.conn[kHierGatherRecv], s.conn[kHierGatherSend], StepInput::Dst,
-                        b + chunk.begin, b + chunk.begin, chunk.count, true);
+  return ringActionDesc(rs.action, s.conn[kHierGatherRecv], s.conn[kHierGatherSend], StepInput::Dst, b + chunk.begin,
+                        b + chunk.begin, chunk.count, true);
 }
 
 // Wire kinds, piece `round` of the segment's shard. Only the connectors the
@@ -282,13 +316,14 @@ CHORUS_SCHED_FN StepDesc wireDesc(const Segment& s, uint64_t round) {
   const uint64_t off = round * s.roundElems;
   StepDesc d;
   d.count = s.count - off < s.roundElems ? s.count - off : s.roundElems;
-  if (s.kind != SegmentKind::WireGather) {
+  if (wireReadsInput(s.kind)) {
     d.input = StepInput::Src;
     d.srcOff = s.begin + off;
   }
-  if (s.kind == SegmentKind::WireGather) d.dstOff = s.begin + off;
+  if (s.kind == SegmentKind::WireGather || s.kind == SegmentKind::WireRelay) d.dstOff = s.begin + off;
   if (s.kind == SegmentKind::WireOwner) d.dstOff = s.blockElems + off;
-  if (s.kind != SegmentKind::WireSend && s.conn[0] != kNoConn) d.recv[d.nRecv++] = s.conn[0];
+  const bool sendsOnly = s.kind == SegmentKind::WireSend || s.kind == SegmentKind::WirePartial;
+  if (!sendsOnly && s.conn[0] != kNoConn) d.recv[d.nRecv++] = s.conn[0];
   if (s.kind != SegmentKind::WireGather && s.conn[1] != kNoConn) d.send[d.nSend++] = s.conn[1];
   return d;
 }
@@ -300,14 +335,22 @@ CHORUS_SCHED_FN StepDesc segmentStep(const Segment& s, const int32_t* ringTable,
   const uint64_t per = stepsPerRound(s);
   const uint64_t round = i / per, k = i % per;
   switch (s.kind) {
-    case SegmentKind::RingAllReduce: return ringAllReduceDesc(s, round, static_cast<int>(k));
+    case SegmentKind::RingAllReduce:
+      return ringAllReduceDesc(s, round, static_cast<int>(k));
     case SegmentKind::RingGather:
-    case SegmentKind::RingScatter: return ringBlockDesc(s, ringTable, round, static_cast<int>(k));
-    case SegmentKind::DirectPair: return directPairDesc(s, round, static_cast<int>(k));
+    case SegmentKind::RingScatter:
+      return ringBlockDesc(s, ringTable, round, static_cast<int>(k));
+    case SegmentKind::DirectPair:
+      return directPairDesc(s, round, static_cast<int>(k));
     case SegmentKind::WireSend:
     case SegmentKind::WireOwner:
-    case SegmentKind::WireGather: return wireDesc(s, round);
-    default: return hierDesc(s, round, k);
+    case SegmentKind::WireGather:
+    case SegmentKind::WirePartial:
+    case SegmentKind::WireHostSum:
+    case SegmentKind::WireRelay:
+      return wireDesc(s, round);
+    default:
+      return hierDesc(s, round, k);
   }
 }
 

@@ -195,6 +195,47 @@ TEST(WireReduce, ErrorFeedbackKeepsWhatQuantizationDropped) {
   }
 }
 
+TEST(WireReduce, HostSumEncodesThePartialsOnceAndKeepsTheLoss) {
+  // Two-level form: a rank's partial is x + r exact (its residual cleared);
+  // the combiner's encoded sum plus its new residual is the exact sum of the
+  // partials, its input and its old residual.
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (Format f : kCompressed) {
+    std::vector<float> a(256), ra(256), b(256), rb(256), rb0(256), dec(256);
+    for (size_t i = 0; i < 256; ++i) {
+      a[i] = u(rng);
+      ra[i] = u(rng) * 0.01f;
+      b[i] = u(rng) * 4.0f;
+      rb0[i] = rb[i] = u(rng) * 0.01f;
+    }
+    std::vector<uint8_t> part(256 * 4), enc(1024);
+    const std::vector<float> ra0 = ra;
+    ASSERT_EQ(partialBlock(FuncSum<float>{}, a.data(), ra.data(), 256, part.data()), 1024u);
+    const uint8_t* in[2] = {part.data(), nullptr};
+    const uint8_t partial[2] = {1, 0};
+    OwnerBlock<float> blk{};
+    blk.format = f;
+    blk.nranks = 2;
+    blk.self = 1;
+    blk.in = in;
+    blk.partial = partial;
+    blk.x = b.data();
+    blk.residual = rb.data();
+    blk.n = 256;
+    blk.out = enc.data();
+    blk.lossScale = 1.0f;
+    hostSumBlock(blk, FuncSum<float>{});
+    EXPECT_EQ(blk.outBytes, encodedBytes(f, 4, 256)) << name(f);
+    decodeBlock<false>(f, enc.data(), 256, dec.data());
+    for (size_t i = 0; i < 256; ++i) {
+      EXPECT_EQ(ra[i], 0.0f);
+      const double exact = (double(a[i]) + ra0[i]) + (double(b[i]) + rb0[i]);
+      EXPECT_NEAR(exact, double(dec[i]) + rb[i], 1e-5) << name(f) << " " << i;
+    }
+  }
+}
+
 // Everything the host loops write for one piece at the active SIMD level:
 // the contribution (with error feedback), the owner's result with its
 // encoding and residual, and the gathered decode. NaN payloads are not
@@ -225,10 +266,19 @@ std::vector<uint32_t> hostLoopBits(Format f, ncclDataType_t t, ReduceKind k, con
   add(r.data(), n * 4, 4);
   host::wireSend(p, x.data(), nullptr, peer.data());
   const uint8_t* ins[3] = {peer.data(), nullptr, enc.data()};
-  const uint32_t own = host::wireOwn(p, {3, 1, ins, x.data(), r2.data(), y.data(), res.data()});
+  const uint32_t own = host::wireOwn(p, {3, 1, ins, nullptr, x.data(), r2.data(), y.data(), res.data()});
   add(res.data(), own, 1);
   add(y.data(), n * eb, eb);
   add(r2.data(), n * 4, 4);
+  // The two-level form: an fp32 partial, and a host's sum of it with x.
+  std::vector<uint8_t> part(n * 4);
+  add(part.data(), host::wirePartial(p, x.data(), r2.data(), part.data()), 1);
+  add(r2.data(), n * 4, 4);
+  const uint8_t* sumIns[2] = {part.data(), nullptr};
+  const uint8_t partial[2] = {1, 0};
+  const uint32_t sum = host::wireHostSum(p, {2, 1, sumIns, partial, x.data(), r.data(), nullptr, res.data()});
+  add(res.data(), sum, 1);
+  add(r.data(), n * 4, 4);
   host::wireGather(p, res.data(), y.data());
   add(y.data(), n * eb, eb);
   return bits;

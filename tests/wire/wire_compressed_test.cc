@@ -11,7 +11,12 @@
 #include <vector>
 
 #include "common/rank_runner.h"
+#include "core/comm.h"
+#include "graph/search.h"
+#include "graph/synthetic.h"
 #include "kernels/common/float_types.h"
+#include "plan/dry_connectors.h"
+#include "plan/plan_builder.h"
 
 namespace chorus::test {
 namespace {
@@ -203,46 +208,46 @@ TEST(Compressed, LargeCountInPlaceSpansPieces) {
 
 // Running mean of T calls with the same inputs: with feedback its error
 // shrinks like 1/T; without, it stays where one call's is.
-TEST(Compressed, ErrorFeedbackConvergesAsOneOverT) {
-  runThreads(4, [](RankCtx& ctx) {
-    const size_t count = 4096;
-    const int T = 64;
-    std::vector<float> in(count), out(count), residual(count, 0.0f);
-    std::vector<double> exact(count, 0.0);
-    for (size_t i = 0; i < count; ++i) {
-      in[i] = float(inputValue(ctx.rank, i));
-      for (int r = 0; r < ctx.nranks; ++r) exact[i] += double(float(inputValue(r, i)));
-    }
-    for (chorusWire_t w : kWires) {
-      for (bool feedback : {false, true}) {
-        chorusReduceConfig_t cfg = CHORUS_REDUCE_CONFIG_INIT;
-        cfg.wire = w;
-        cfg.residual = feedback ? residual.data() : nullptr;
-        std::fill(residual.begin(), residual.end(), 0.0f);
-        std::vector<double> sum(count, 0.0);
-        double err1 = 0, errT = 0;
-        for (int k = 1; k <= T; ++k) {
-          if (!RANK_OK(ctx,
-                       chorusAllReduceEx(in.data(), out.data(), count, ncclFloat32, ncclSum, &cfg, ctx.comm, nullptr)))
-            return;
-          double err = 0;
-          for (size_t i = 0; i < count; ++i) {
-            sum[i] += out[i];
-            err = std::max(err, std::fabs(sum[i] / k - exact[i]));
-          }
-          if (k == 1) err1 = err;
-          if (k == T) errT = err;
+void checkFeedbackConverges(RankCtx& ctx) {
+  const size_t count = 4096;
+  const int T = 64;
+  std::vector<float> in(count), out(count), residual(count, 0.0f);
+  std::vector<double> exact(count, 0.0);
+  for (size_t i = 0; i < count; ++i) {
+    in[i] = float(inputValue(ctx.rank, i));
+    for (int r = 0; r < ctx.nranks; ++r) exact[i] += double(float(inputValue(r, i)));
+  }
+  for (chorusWire_t w : kWires) {
+    for (bool feedback : {false, true}) {
+      chorusReduceConfig_t cfg = CHORUS_REDUCE_CONFIG_INIT;
+      cfg.wire = w;
+      cfg.residual = feedback ? residual.data() : nullptr;
+      std::fill(residual.begin(), residual.end(), 0.0f);
+      std::vector<double> sum(count, 0.0);
+      double err1 = 0, errT = 0;
+      for (int k = 1; k <= T; ++k) {
+        if (!RANK_OK(ctx,
+                     chorusAllReduceEx(in.data(), out.data(), count, ncclFloat32, ncclSum, &cfg, ctx.comm, nullptr)))
+          return;
+        double err = 0;
+        for (size_t i = 0; i < count; ++i) {
+          sum[i] += out[i];
+          err = std::max(err, std::fabs(sum[i] / k - exact[i]));
         }
-        if (feedback && !(errT * T <= err1 * 8))
-          ctx.fail("rank %d: %s with feedback: error %.3g after %d calls, %.3g after one: not O(1/T)", ctx.rank,
-                   wireName(w), errT, T, err1);
-        if (!feedback && w != chorusWireBfloat16 && !(errT > err1 * 0.5))
-          ctx.fail("rank %d: %s without feedback: the error should not shrink (%.3g -> %.3g)", ctx.rank, wireName(w),
-                   err1, errT);
+        if (k == 1) err1 = err;
+        if (k == T) errT = err;
       }
+      if (feedback && !(errT * T <= err1 * 8))
+        ctx.fail("rank %d: %s with feedback: error %.3g after %d calls, %.3g after one: not O(1/T)", ctx.rank,
+                 wireName(w), errT, T, err1);
+      if (!feedback && w != chorusWireBfloat16 && !(errT > err1 * 0.5))
+        ctx.fail("rank %d: %s without feedback: the error should not shrink (%.3g -> %.3g)", ctx.rank, wireName(w),
+                 err1, errT);
     }
-  });
+  }
 }
+
+TEST(Compressed, ErrorFeedbackConvergesAsOneOverT) { runThreads(4, checkFeedbackConverges); }
 
 TEST(Compressed, ArgumentChecks) {
   runThreads(2, [](RankCtx& ctx) {
@@ -351,6 +356,120 @@ TEST(Compressed, EnvironmentKnobs) {
       },
       o);
 }
+
+// --- across hosts: the two-level form (plan_wire_hosts.cc) ------------------
+
+// A graph claiming rank r sits on host r % hosts (as `--map-by node` deals
+// them), identical on every rank.
+std::shared_ptr<const graph::CommGraph> roundRobinHosts(int nranks, int hosts) {
+  std::vector<uint64_t> hashes;
+  for (int r = 0; r < nranks; ++r) hashes.push_back(uint64_t(r % hosts));
+  auto g = std::make_shared<graph::CommGraph>();
+  EXPECT_EQ(graph::searchGraph(graph::hostsFromHashes(hashes), graph::SearchOptions{}, g.get()), ncclSuccess);
+  return g;
+}
+
+// Every rank's AllReduceEx output, gathered: all must be bit-identical.
+void checkSameEverywhere(RankCtx& ctx, chorusWire_t w, ncclDataType_t t, size_t count) {
+  const size_t es = esize(t);
+  std::vector<char> send(count * es), out(count * es), all(count * es * size_t(ctx.nranks));
+  for (size_t i = 0; i < count; ++i) store(t, send.data(), i, inputValue(ctx.rank, i));
+  chorusReduceConfig_t cfg = CHORUS_REDUCE_CONFIG_INIT;
+  cfg.wire = w;
+  if (!RANK_OK(ctx, chorusAllReduceEx(send.data(), out.data(), count, t, ncclSum, &cfg, ctx.comm, nullptr)) ||
+      !RANK_OK(ctx, ncclAllGather(out.data(), all.data(), count * es, ncclUint8, ctx.comm, nullptr)))
+    return;
+  for (int r = 0; r < ctx.nranks; ++r)
+    if (std::memcmp(all.data() + size_t(r) * count * es, out.data(), count * es) != 0) {
+      ctx.fail("rank %d: %s result differs from rank %d's", ctx.rank, wireName(w), r);
+      return;
+    }
+}
+
+using HostsParam = std::tuple<int, int>;  // ranks, hosts
+class CompressedHosts : public ::testing::TestWithParam<HostsParam> {};
+
+TEST_P(CompressedHosts, WithinBoundAndIdenticalOnEveryRank) {
+  const auto [nranks, hosts] = GetParam();
+  auto graph = roundRobinHosts(nranks, hosts);
+  ASSERT_TRUE(graph && graph->nhosts == hosts && graph->ranksPerHost == nranks / hosts);
+  runThreads(nranks, [&](RankCtx& ctx) {
+    ctx.comm->graph = graph;  // before the first operation builds a plan
+    for (chorusWire_t w : kWires) {
+      for (ncclDataType_t t : {ncclFloat32, ncclFloat16, ncclBfloat16})
+        for (ncclRedOp_t op : {ncclSum, ncclAvg}) checkCompressed(ctx, w, t, op, 5000, false, false);
+      checkCompressed(ctx, w, ncclFloat32, ncclSum, 1, false, true);
+      checkCompressed(ctx, w, ncclFloat32, ncclSum, 300001, false, true);  // many pieces per shard
+      for (bool inPlace : {false, true}) checkCompressed(ctx, w, ncclBfloat16, ncclAvg, 777, true, inPlace);
+      checkSameEverywhere(ctx, w, ncclFloat32, 70001);
+    }
+  });
+}
+
+TEST_P(CompressedHosts, ErrorFeedbackConvergesAsOneOverT) {
+  const auto [nranks, hosts] = GetParam();
+  auto graph = roundRobinHosts(nranks, hosts);
+  runThreads(nranks, [&](RankCtx& ctx) {
+    ctx.comm->graph = graph;
+    checkFeedbackConverges(ctx);
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, CompressedHosts,
+                         ::testing::Values(HostsParam{4, 2}, HostsParam{6, 3}, HostsParam{8, 4}, HostsParam{6, 2}),
+                         [](const ::testing::TestParamInfo<HostsParam>& i) {
+                           return std::to_string(std::get<0>(i.param)) + "ranks" +
+                                  std::to_string(std::get<1>(i.param)) + "hosts";
+                         });
+
+// What crosses between hosts: with the two-level form only ranks at the same
+// local position are connected across hosts (one encoded sum per host and
+// shard), each combining H-1 shards; CHORUS_WIRE_HOSTS=0 is the flat form,
+// where every rank reaches every other. Plans built against connectors that
+// only record their keys (DryConnectors), for every rank.
+void checkCrossHostLinks(bool twoLevel) {
+  const int nranks = 8, hosts = 4, G = nranks / hosts;
+  auto graph = roundRobinHosts(nranks, hosts);
+  ASSERT_TRUE(graph);
+  auto localPos = [&](int r) { return graph->ring(0).position[r] - graph->ring(0).hostStart[graph->hostOfRank[r]]; };
+  CommConfig config;
+  config.wireHosts = twoLevel;
+  std::vector<float> in(1 << 16, 1.0f), out(in.size());
+  for (int rank = 0; rank < nranks; ++rank) {
+    DryConnectors dry;
+    Plan plan;
+    Task t;
+    t.sendbuff = in.data();
+    t.recvbuff = out.data();
+    t.count = in.size();
+    t.dtype = ncclFloat32;
+    t.spec = ReduceSpec{ncclFloat32, ReduceKind::Sum, nullptr, 1};
+    t.wire.format = chorusWireInt8;
+    plan.tasks.push_back(t);
+    PlanBuilder builder(PlanContext{rank, nranks, &config, graph.get(), nullptr, &dry}, &plan);
+    ASSERT_EQ(builder.build(), ncclSuccess);
+    int crossPeers = 0, hostSums = 0;
+    for (const ConnRef& c : plan.conns) {
+      const DryConnectors::Info* info = dry.info(c.recv ? static_cast<const void*>(c.recv) : c.send);
+      ASSERT_NE(info, nullptr);
+      const int peer = info->key.peer;
+      if (graph->hostOfRank[peer] == graph->hostOfRank[rank]) continue;
+      ++crossPeers;
+      if (twoLevel) {
+        EXPECT_EQ(localPos(peer), localPos(rank)) << "rank " << rank << " connects to rank " << peer << " across hosts";
+      }
+    }
+    for (const Lane& lane : plan.lanes)
+      for (const sched::Segment& seg : lane.segments) hostSums += seg.kind == sched::SegmentKind::WireHostSum;
+    // Two-level: contributions out and in, results out and in, with each
+    // other host's rank at this position; flat: with every rank of the others.
+    EXPECT_EQ(crossPeers, twoLevel ? 4 * (hosts - 1) : 4 * (nranks - G)) << "rank " << rank;
+    EXPECT_EQ(hostSums, twoLevel ? hosts - 1 : 0) << "rank " << rank;
+  }
+}
+
+TEST(CompressedHostsPlan, OnlySameLocalPositionsConnectAcrossHosts) { checkCrossHostLinks(true); }
+TEST(CompressedHostsPlan, FlatFormWhenDisabled) { checkCrossHostLinks(false); }
 
 }  // namespace
 }  // namespace chorus::test
