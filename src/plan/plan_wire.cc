@@ -48,8 +48,7 @@ ncclResult_t expandWire(PlanBuilder& b, const Task& t) {
   const uint32_t slot = wireplan::slotBytes(b);
   const WireGeometry g = wireGeometry(t, n, slot);
   const bool gathers = t.type == CollType::AllReduce;
-  std::vector<int32_t> table(3 * static_cast<size_t>(n), sched::kNoConn);
-  std::fill(table.begin() + 2 * n, table.end(), 0);  // no fp32 partials
+  std::vector<int32_t> table = wireplan::ownerTable(n);
   for (int q = 0; q < n; ++q) {
     if (q == me) continue;
     const WireShard theirs = wireShard(t, n, q), mine = wireShard(t, n, me);

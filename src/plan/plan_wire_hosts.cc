@@ -74,13 +74,6 @@ Segment shardSegment(const Ctx& c, SegmentKind kind, int q) {
   return s;
 }
 
-// A table of 3n entries (segment.h: inputs, outputs, partial marks).
-std::vector<int32_t> emptyTable(int n) {
-  std::vector<int32_t> table(3 * static_cast<size_t>(n), sched::kNoConn);
-  std::fill(table.begin() + 2 * n, table.end(), 0);
-  return table;
-}
-
 // The other ranks of this rank's host.
 template <typename F>
 void forLocalPeers(const Ctx& c, F&& f) {
@@ -93,7 +86,7 @@ void forLocalPeers(const Ctx& c, F&& f) {
 ncclResult_t hostSum(const Ctx& c, int q) {
   Segment s = shardSegment(c, SegmentKind::WireHostSum, q);
   s.pos = c.me;  // the combine's own input (OwnerBlock::self)
-  std::vector<int32_t> table = emptyTable(c.n);
+  std::vector<int32_t> table = ownerTable(c.n);
   const int channel = kPartialBase + c.map.host(q);
   ncclResult_t res = ncclSuccess;
   forLocalPeers(c, [&](int l) {
@@ -157,7 +150,7 @@ ncclResult_t own(const Ctx& c, bool gathers) {
   const WireShard mine = wireShard(c.t, c.n, c.me);
   Segment s = shardSegment(c, SegmentKind::WireOwner, c.me);
   s.blockElems = mine.dstBegin;
-  std::vector<int32_t> table = emptyTable(c.n);
+  std::vector<int32_t> table = ownerTable(c.n);
   const int hm = c.map.host(c.me);
   auto link = [&](int peer, int inChannel, int outChannel, bool partial) -> ncclResult_t {
     int16_t id = sched::kNoConn;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include "plan/plan_builder.h"
 #include "plan/wire_geometry.h"
@@ -30,6 +31,14 @@ inline uint32_t slotBytes(const PlanBuilder& b) {
 
 inline ConnKey key(int channel, int peer) {
   return ConnKey{ConnClass::Direct, static_cast<uint8_t>(Proto::Simple), static_cast<uint16_t>(channel), peer};
+}
+
+// An owner's (or combiner's) rank table of 3n entries (segment.h): no
+// inputs, no outputs, no fp32 partials yet.
+inline std::vector<int32_t> ownerTable(int n) {
+  std::vector<int32_t> table(3 * static_cast<size_t>(n), sched::kNoConn);
+  std::fill(table.begin() + 2 * n, table.end(), 0);
+  return table;
 }
 
 // The lane of one segment (each wire segment has its own, so they progress
