@@ -157,8 +157,11 @@ struct Doorbell {
 // called from any thread: transports/net/net_link_inline.cc). move() does
 // what can be done now without blocking, and wakes the mover's thread for
 // what is left; it returns at once (false) when that thread holds the link.
+// `waiting`: the end found nothing to take (a miss of ready() or drained())
+// and wants what arrived; otherwise it published a counter (post, release,
+// a mark), which needs passing on but no look for arrivals.
 struct InlineMover {
-  bool (*move)(InlineMover*) = nullptr;
+  bool (*move)(InlineMover*, bool waiting) = nullptr;
 };
 
 // Shared by both connector ends: where the FIFO lives and who the peer is.
@@ -202,14 +205,14 @@ struct FifoEnd {
 // the threads that move large messages.
 inline constexpr uint32_t kMoveEveryMiss = 8;
 inline bool moveOnMiss(const FifoEnd& end, uint32_t* misses) {
-  return end.mover != nullptr && (++*misses % kMoveEveryMiss) == 1 && end.mover->move(end.mover);
+  return end.mover != nullptr && (++*misses % kMoveEveryMiss) == 1 && end.mover->move(end.mover, true);
 }
 
 // An end moved its counter: it moves the data itself where it may, else it
 // lets the mover's thread know.
 inline void endMoved(const FifoEnd& end) {
   if (end.mover != nullptr)
-    end.mover->move(end.mover);
+    end.mover->move(end.mover, false);
   else if (end.doorbell != nullptr)
     end.doorbell->ring();
 }

@@ -47,7 +47,13 @@ double treeLatencyUs(const MachineModel& m, Proto p) {
   const int pi = static_cast<int>(p);
   if (m.nhosts <= 1) return 2.0 * sched::treeDepth(m.nranks) * m.intraHopUs[pi];
   const int depth = sched::treeDepth(m.nhosts);
-  return 2.0 * (depth * (m.interHopUs[pi] + m.intraHopUs[pi]) + (m.ranksPerHost - 1) * m.intraHopUs[pi]);
+  return 2.0 * (depth * m.interHopUs[pi] + (m.ranksPerHost - 1) * m.intraHopUs[pi]);
+}
+
+// An inter-host hop of hier: all G ranks of a host send at once through its NICs.
+double hierInterHopUs(const MachineModel& m, Proto p, int G) {
+  const int perNic = (G + std::max(1, m.nics) - 1) / std::max(1, m.nics);
+  return m.interHopUs[static_cast<int>(p)] + (perNic - 1) * m.netMessageUs;
 }
 
 // GB/s -> bytes per microsecond.
@@ -79,6 +85,7 @@ MachineModel machineModel(const graph::CommGraph* g, int nranks, bool hostMode) 
     m.llBwFactor = 0.5;
     m.launchUs = 4.0;
     m.channelUs = 0.05;
+    m.netMessageUs = 0.5;
     gpuHopUs(g->typeIntra, &m.intraHopUs[0], &m.intraHopUs[1]);
   }
   for (int p = 0; p < kNumProtos; ++p) m.interHopUs[p] = g->netLatencyUs + m.intraHopUs[p];
@@ -107,7 +114,7 @@ double estimateUs(Algo algo, Proto proto, CollType coll, size_t bytes, int nch, 
         case Algo::Hier: {
           if (!m.uniformHosts) return -1;
           const int H = m.nhosts, G = std::max(1, n / H);
-          const double lat = 2.0 * (G - 1) * m.intraHopUs[pi] + 2.0 * (H - 1) * m.interHopUs[pi];
+          const double lat = 2.0 * (G - 1) * m.intraHopUs[pi] + 2.0 * (H - 1) * hierInterHopUs(m, proto, G);
           const double intra = perUs(protoBw(m, proto, intraBw(m, nch)));
           const double inter = perUs(protoBw(m, proto, interBw(m, nch)));
           return fixed + lat + 2.0 * (G - 1) / G * S / intra + (H > 1 ? 2.0 * (H - 1) / H * S / inter : 0);

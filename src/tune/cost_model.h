@@ -13,9 +13,16 @@
 //
 //   AllReduce ring   2(n-1) hops          2(n-1)/n * S / bw(ring)
 //   AllReduce tree   2 x depth hops        2 S / (0.9 bw(ring))   (both trees,
-//                    depth = log2 hosts levels + the chain inside a host)
+//                    depth = log2 hosts inter hops + G-1 intra hops of the
+//                    chain inside a host)
 //   AllReduce hier   2(G-1) intra + 2(H-1) inter hops
 //                    2(G-1)/G * S / bw(intra) + 2(H-1)/H * S / bw(NICs)
+//                    Every rank of a host crosses to the other hosts in each
+//                    inter hop, where the tree and ring send one message per
+//                    host: the G messages share the host's NICs, and each
+//                    takes a NIC (or in host mode the kernel's network
+//                    stack) netMessageUs, so an inter hop of hier costs
+//                    (ceil(G / NICs) - 1) x netMessageUs more.
 //   AllReduce direct 1 hop (2 ranks)      1.25 S / bw(ring)   (each rank reduces all of S)
 //   AllGather / ReduceScatter ring  (n-1) hops, (n-1)/n * S / bw(ring)
 //   Broadcast / Reduce ring chain   (n-1) hops, S / bw(ring)
@@ -42,6 +49,11 @@ struct MachineModel {
   int nics = 1;
   double intraHopUs[kNumProtos] = {0.4, 0.3};
   double interHopUs[kNumProtos] = {5.4, 5.3};
+  // What one more small message through a host's NIC costs before the next
+  // can leave: in host mode the kernel's TCP path on the sending and the
+  // receiving side (a few microseconds a message), on GPUs the NIC's
+  // message rate.
+  double netMessageUs = 2.0;
   double llBwFactor = 0.8;
   double launchUs = 0.3;
   double channelUs = 1.0;

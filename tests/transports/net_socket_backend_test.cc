@@ -11,6 +11,7 @@
 #include "common/rank_runner.h"
 #include "net_test_util.h"
 #include "transports/net_socket/socket_backend.h"
+#include "transports/net_socket/socket_comm.h"
 #include "transports/net_socket/socket_setup.h"
 
 namespace chorus::test {
@@ -151,6 +152,43 @@ TEST_F(SocketBackend, ManyMessagesInFlightArriveInOrderWithTheirTags) {
     ASSERT_EQ(got, sizes[i]);
     EXPECT_TRUE(sizes[i] == 0 || std::memcmp(rbufs[i].data(), sbufs[i].data(), sizes[i]) == 0) << "message " << i;
   }
+}
+
+// A receive that completes drains the socket; the receive behind it is not
+// worth another recv until its waiter looks again, and that look must ask
+// the socket (a message sent later still arrives).
+TEST_F(SocketBackend, ASocketFoundDrainedIsAskedAgainOnlyByTheNextLook) {
+  connectPair();
+  auto* comm = static_cast<sock::SocketComm*>(recv_);
+  char s0[8] = "first", s1[8] = "second";
+  char r0[64] = {}, r1[64] = {};
+  void *rreq0 = nullptr, *rreq1 = nullptr, *sreq = nullptr;
+  ASSERT_EQ(net_->irecv(recv_, r0, sizeof(r0), 1, nullptr, &rreq0), ncclSuccess);
+  ASSERT_EQ(net_->irecv(recv_, r1, sizeof(r1), 2, nullptr, &rreq1), ncclSuccess);
+  EXPECT_EQ(comm->controlRecvs(), 0u) << "posting a receive looks for nothing";
+  ASSERT_EQ(net_->isend(send_, s0, sizeof(s0), 1, nullptr, &sreq), ncclSuccess);
+  auto waitDone = [&](void* req, void* buf, const char* want) {
+    int done = 0;
+    size_t got = 0;
+    const auto deadline = Clock::now() + std::chrono::seconds(10);
+    while (!done && Clock::now() < deadline) ASSERT_EQ(net_->test(req, &done, &got), ncclSuccess);
+    ASSERT_TRUE(done) << want << " never arrived";
+    EXPECT_EQ(got, 8u);
+    EXPECT_STREQ(static_cast<char*>(buf), want);
+  };
+  waitDone(rreq0, r0, "first");
+  const uint64_t afterFirst = comm->controlRecvs();
+  int done = 1;
+  ASSERT_EQ(net_->test(rreq1, &done, nullptr), ncclSuccess);
+  EXPECT_EQ(done, 0);
+  EXPECT_EQ(comm->controlRecvs(), afterFirst) << "the first look behind a drained socket asked it again";
+  ASSERT_EQ(net_->test(rreq1, &done, nullptr), ncclSuccess);
+  EXPECT_EQ(done, 0);
+  EXPECT_EQ(comm->controlRecvs(), afterFirst + 1) << "the waiter's next look must ask the socket";
+  int sdone = 0;
+  while (!sdone) ASSERT_EQ(net_->test(sreq, &sdone, nullptr), ncclSuccess);
+  ASSERT_EQ(net_->isend(send_, s1, sizeof(s1), 2, nullptr, &sreq), ncclSuccess);
+  waitDone(rreq1, r1, "second");
 }
 
 TEST_F(SocketBackend, TagMismatchIsAnErrorNotACorruption) {

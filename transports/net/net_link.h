@@ -49,6 +49,7 @@ struct NetLink {
   // so the proxy keeps polling the link (sleeps bounded by CHORUS_NET_POLL_MAX_US).
   bool kernelDriven = false;
   int64_t waitLimitMs = 0;  // the communicator's CHORUS_TIMEOUT_MS (0: no limit)
+  int64_t ackDelayUs = 0;   // receiver: CHORUS_NET_ACK_DELAY_US when the link was made
   // Host mode: slots travel with their fingerprints, and a reverse
   // connection brings the receiver's head and verdict back (net_wire.h).
   bool framed() const { return !kernelDriven; }
@@ -123,7 +124,10 @@ struct NetLink {
   bool senderWaits = false;      // receiver: the last slot received asked for a prompt ack
   bool lastSentAwaited = false;  // sender: the last slot sent asked for a prompt ack
   bool inlineStep = false;       // the executor's thread is stepping the link (net_link_inline.cc)
-  int64_t ackPolledNs = 0;       // sender: when an inline step last looked for an ack
+  // That step only passes on what the executor published (a release, a
+  // mark): a receiver posts and acks, but does not look for arrivals.
+  bool publishOnly = false;
+  int64_t ackPolledNs = 0;  // sender: when an inline step last looked for an ack
   // Receiver: when a change held back for a batch must be acked (steady
   // clock, ns; 0: nothing held back). Read by the sleeping proxy.
   std::atomic<int64_t> ackDueNs{0};

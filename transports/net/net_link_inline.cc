@@ -39,24 +39,26 @@ bool proxyMustLook(const NetLink& link, bool hadReceives) {
 
 // A step on the executor's thread must not leave its own error message behind
 // (the last error is per thread: it is the application's ncclGetLastError).
-bool stepInline(NetLink& link) {
+bool stepInline(NetLink& link, bool waiting) {
   const bool hadError = lastErrorMessage()[0] != '\0';
   const std::string saved = hadError ? std::string(lastErrorMessage()) : std::string();
   const bool hadReceives = link.completed < link.posted;
   bool progressed = false, busy = false;
   link.inlineStep = true;
+  link.publishOnly = !waiting;
   const ncclResult_t res = guardedRun("net inline move", [&] { stepLink(link, &progressed, &busy); });
   link.inlineStep = false;
+  link.publishOnly = false;
   if (res != ncclSuccess) {
     link.failed = true;
     link.health->setFailed(res, (link.label + ": " + lastErrorMessage()).c_str());
   }
   if (proxyMustLook(link, hadReceives)) handToProxy(link);
-  restoreLastError(saved);
+  if (hadError || lastErrorMessage()[0] != '\0') restoreLastError(saved);
   return progressed;
 }
 
-bool moveInline(InlineMover* m) {
+bool moveInline(InlineMover* m, bool waiting) {
   NetLink& link = *static_cast<NetLink::Mover*>(m)->link;
   std::unique_lock<std::mutex> lock(link.moveMu, std::try_to_lock);
   if (!lock.owns_lock()) {
@@ -65,7 +67,7 @@ bool moveInline(InlineMover* m) {
   }
   if (!link.movable || link.failed) return false;
   link.inlineAtNs.store(NetLink::nowNs(), std::memory_order_relaxed);
-  return stepInline(link);
+  return stepInline(link, waiting);
 }
 
 }  // namespace

@@ -10,7 +10,6 @@
 #include <cstring>
 
 #include "core/log.h"
-#include "core/params.h"
 #include "core/result.h"
 #include "transports/net/net_link_side.h"
 
@@ -125,7 +124,7 @@ bool newIntent(NetLink& link, OpPrint* intent) {
 // peer sent back (classifySends), and slot reuse waits only for the local
 // isend; a late wait (finalize, a drain) gets its ack within the delay.
 bool ackIsDue(NetLink& link, bool verdict) {
-  const int64_t delayUs = params::netAckDelayUs();
+  const int64_t delayUs = link.ackDelayUs;
   if (verdict || link.senderWaits || delayUs <= 0) return true;
   const int64_t now = NetLink::nowNs();
   const int64_t due = link.ackDueNs.load(std::memory_order_relaxed);

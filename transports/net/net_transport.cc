@@ -82,6 +82,7 @@ ncclResult_t NetTransport::createRecv(const ConnRequest& req, const PeerInfo& pe
   const int dev = req.channel % ndev;
   auto link = std::make_shared<NetLink>(false, net, linkLabel(req, net, dev));
   link->waitLimitMs = req.waitLimitMs;
+  link->ackDelayUs = params::netAckDelayUs();
   link->kernelDriven = req.deviceMemory;
   link->dev = dev;
   CHORUS_CHECK(allocFifo(*link, req));

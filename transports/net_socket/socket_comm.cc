@@ -72,13 +72,14 @@ ncclResult_t SocketComm::post(void* data, size_t size, int tag, void** request) 
   live_.push_back(std::move(req));
   raw->self = std::prev(live_.end());
   ctrlQueue_.push_back(raw);
-  progress();  // small messages usually leave right here
+  if (send_) progress();  // small messages usually leave right here; receives are looked for by test()
   *request = raw;
   return ncclSuccess;
 }
 
 ncclResult_t SocketComm::test(Request* req, int* done, size_t* size) {
   *done = 0;
+  if (req->reportedPending) foundDrained_ = false;  // a waiter looks again: ask the socket
   progress();
   if (req->ctrlFinished && req->partsLeft.load(std::memory_order_acquire) == 0) {
     if (req->partFailed.load(std::memory_order_relaxed)) return reportError();
@@ -88,6 +89,7 @@ ncclResult_t SocketComm::test(Request* req, int* done, size_t* size) {
     return ncclSuccess;
   }
   if (failed()) return reportError();
+  req->reportedPending = true;
   return ncclSuccess;
 }
 
@@ -207,15 +209,25 @@ bool SocketComm::stepRecv(Request& r) {
 
 // Up to `want` bytes of the control stream into dst: what the stage holds,
 // else one recv of a whole stage (copied out) or, for a large remainder,
-// straight into dst. Returns what recv would (errno set when negative).
+// straight into dst. Returns what recv would (errno set when negative); a
+// stream found drained answers EAGAIN without asking (foundDrained_).
 ssize_t SocketComm::readControl(char* dst, size_t want) {
-  if (stageTail_ == stageHead_ && want < kStageBytes) {
-    const ssize_t got = recv(ctrl_.get(), stage_.get(), kStageBytes, MSG_DONTWAIT);
-    if (got <= 0) return got;
+  if (stageTail_ == stageHead_) {
+    if (foundDrained_) {
+      errno = EAGAIN;
+      return -1;
+    }
+    const bool staged = want < kStageBytes;
+    char* into = staged ? stage_.get() : dst;
+    const size_t ask = staged ? kStageBytes : want;
+    const ssize_t got = recv(ctrl_.get(), into, ask, MSG_DONTWAIT);
+    ++controlRecvs_;
+    foundDrained_ =
+        (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) || (got > 0 && static_cast<size_t>(got) < ask);
+    if (!staged || got <= 0) return got;
     stageHead_ = 0;
     stageTail_ = static_cast<size_t>(got);
   }
-  if (stageTail_ == stageHead_) return recv(ctrl_.get(), dst, want, MSG_DONTWAIT);
   const size_t n = std::min(want, stageTail_ - stageHead_);
   std::memcpy(dst, stage_.get() + stageHead_, n);
   stageHead_ += n;

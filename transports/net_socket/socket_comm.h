@@ -36,7 +36,8 @@ struct Request {
   size_t ctrlDone = 0;          // bytes of header (+ inline payload) moved on the control stream
   bool headerAccepted = false;  // receive: header validated
   bool ctrlFinished = false;
-  size_t size = 0;  // bytes of the message (receive: known once the header arrived)
+  bool reportedPending = false;  // test() said "not done" at least once
+  size_t size = 0;               // bytes of the message (receive: known once the header arrived)
   std::atomic<int> partsLeft{0};
   std::atomic<bool> partFailed{false};
   std::list<std::unique_ptr<Request>>::iterator self;
@@ -104,6 +105,8 @@ class SocketComm {
   void setError(const std::string& message, bool orderly);
   bool failed() const { return errorState_.load(std::memory_order_acquire) != 0; }
   int dataFd(uint32_t stream) const { return data_[stream].get(); }
+  // recv calls made on the control stream so far (receive side).
+  uint64_t controlRecvs() const { return controlRecvs_; }
   const std::string& remote() const { return remote_; }
 
  private:
@@ -130,6 +133,14 @@ class SocketComm {
   static constexpr size_t kStageBytes = 16384;  // an LL slot's message with its headers fits
   std::unique_ptr<char[]> stage_;
   size_t stageHead_ = 0, stageTail_ = 0;
+  // Receive side: the last recv on the control stream found it empty or took
+  // all it held. Until a request that already reported "not done" is tested
+  // again (a waiter's next look), receives are answered from that finding,
+  // not with another recv that would come back empty: a completed message,
+  // the receive behind it and a receive posted for a freed slot would
+  // otherwise cost a system call each while the peer has sent nothing new.
+  bool foundDrained_ = false;
+  uint64_t controlRecvs_ = 0;
   std::atomic<int> errorState_{0};  // 0 healthy, 1 failed, 2 closed by the peer
   std::mutex errorMu_;
   std::string errorMessage_;
