@@ -5,6 +5,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -184,19 +185,45 @@ ncclResult_t checkLinks(Plan& plan) {
   return ncclSuccess;
 }
 
-// Idle-time checks; returns an error when the group must stop.
-// `deathSeen` (per plan, sized here: a call that never idles allocates nothing)
-// and `stalls` keep their state across the checks of one call.
-ncclResult_t idleChecks(std::span<Plan* const> plans, Clock::time_point lastProgress,
-                        std::vector<Clock::time_point>& deathSeen, StallWatch* stalls) {
+// A call idle this long tells the ranks its plan talks to what it waits in
+// (a setup note, plan/setup_notes.h), as a call that makes connectors does
+// at setup: two ranks whose calls wait on each other over connectors that
+// exist already exchange no slot and no other note. One message per peer
+// and stalled call; a matching call never idles this long in a healthy job
+// but for a late peer, which the note cannot mistake for a mismatch.
+constexpr std::chrono::milliseconds kNoteWhenIdle(250);
+
+// What one call's idle checks remember per plan.
+struct IdleState {
+  Clock::time_point deathSeen{};  // when a dead peer of the plan was first seen
+  bool noted = false;             // its setup notes went out
+};
+
+void noteTheWait(Plan& plan, IdleState& st, Clock::duration idle) {
+  if (st.noted || idle < kNoteWhenIdle || plan.comm->bootstrap == nullptr) return;
+  st.noted = true;
+  std::vector<int> peers;
+  for (const ConnRef& c : plan.conns) {
+    const int peer = c.end().peer;
+    if (peer >= 0 && std::find(peers.begin(), peers.end(), peer) == peers.end()) peers.push_back(peer);
+  }
+  sendSetupNotes(plan, peers);
+}
+
+// Idle-time checks; returns an error when the group must stop. `state`
+// (per plan, sized here: a call that never idles allocates nothing) and
+// `stalls` keep their state across the checks of one call.
+ncclResult_t idleChecks(std::span<Plan* const> plans, Clock::time_point lastProgress, std::vector<IdleState>& state,
+                        StallWatch* stalls) {
   const auto now = Clock::now();
-  if (deathSeen.size() != plans.size()) deathSeen.resize(plans.size());
+  if (state.size() != plans.size()) state.resize(plans.size());
   for (size_t i = 0; i < plans.size(); ++i) {
     Plan* p = plans[i];
     CHORUS_CHECK(checkFlags(*p));
     CHORUS_CHECK(checkVerdicts(*p));
+    noteTheWait(*p, state[i], now - lastProgress);
     const int64_t timeoutMs = p->comm->config.timeoutMs;
-    CHORUS_CHECK(checkPeersAlive(*p, now, deathSeen[i]));
+    CHORUS_CHECK(checkPeersAlive(*p, now, state[i].deathSeen));
     CHORUS_CHECK(checkLinks(*p));
     // 0: no limit (a dead peer or a broken link is still caught just above).
     if (timeoutMs > 0 && now - lastProgress > std::chrono::milliseconds(timeoutMs))
@@ -252,7 +279,7 @@ ncclResult_t runHostPlans(std::span<Plan* const> plans) {
   auto lastProgress = Clock::now();
   auto lastCheck = lastProgress;
   StallWatch stalls;
-  std::vector<Clock::time_point> deathSeen;
+  std::vector<IdleState> idleState;
   constexpr int kPiecesPerVisit = 16;  // fairness between lanes
   for (;;) {
     bool pending = false, progressed = false;
@@ -288,7 +315,7 @@ ncclResult_t runHostPlans(std::span<Plan* const> plans) {
     const auto now = Clock::now();
     if (now - lastCheck < std::chrono::milliseconds(50)) continue;
     lastCheck = now;
-    ncclResult_t res = idleChecks(plans, lastProgress, deathSeen, &stalls);
+    ncclResult_t res = idleChecks(plans, lastProgress, idleState, &stalls);
     if (res != ncclSuccess) {
       markFailed(plans, res);
       return res;

@@ -241,6 +241,26 @@ TEST(OpMismatch, FirstCallSkippedAllReduceBeforeSend) {
   });
 }
 
+// The same skip after a warm-up made every connector both calls use: rank
+// 0 waits in AllReduce #2 over the direct connectors, rank 1 in Recv #2 over
+// the point-to-point ones, and no slot flows. Each call, once idle, tells
+// the other what it waits in (a setup note), and the two are found blocked
+// on each other.
+TEST(OpMismatch, SkippedAllReduceBeforeSendOverExistingConnectors) {
+  onThreadsAndProcesses(2, [](RankCtx& ctx) {
+    const Call p2p = [](RankCtx& c, Buffers& b) {
+      return c.rank == 0 ? ncclSend(b.send.data(), 1000, ncclFloat32, 1, c.comm, nullptr)
+                         : ncclRecv(b.recv.data(), 1000, ncclFloat32, 0, c.comm, nullptr);
+    };
+    const Call recv = [](RankCtx& c, Buffers& b) {
+      return ncclRecv(b.recv.data(), 1000, ncclFloat32, 0, c.comm, nullptr);
+    };
+    expectMismatch(ctx, twice(allReduceCall(1000, ncclFloat32, ncclSum), p2p),
+                   ctx.rank == 0 ? allReduceCall(1000, ncclFloat32, ncclSum) : recv,
+                   {"AllReduce(1000 x float, sum)", "send #2 from rank 0 to rank 1", "Recv(1000 x float)"});
+  });
+}
+
 // Rank 2 skips op #3 (an AllReduce its neighbours run over connectors they
 // already have) and calls its next call, a first Send to rank 0: rank 2
 // waits in setup for a receiver rank 0 makes only after op #3.
