@@ -24,7 +24,8 @@ enum class SegmentKind : uint8_t {
   RingAllReduce,  // rounds of the 2n-1 ring all-reduce steps
   RingGather,     // rounds of the n all-gather steps; chunk k is the block of the rank at ring position k
   RingScatter,    // rounds of the n reduce-scatter steps, blocks as for RingGather
-  DirectPair,     // two-rank all-reduce: per chunk, send it, then reduce the peer's
+  DirectPair,     // one pairwise exchange of an all-reduce (2 ranks, or a round of recursive
+                  // doubling): per chunk, send it, then reduce the peer's
   Hier,           // per round: local reduce-scatter, inter-host all-reduce, local all-gather
   // The direct reductions of docs/wire.md (compressed wires, deterministic
   // mode); one step per piece of a shard, a piece being whole wire blocks:
@@ -110,6 +111,11 @@ inline constexpr uint8_t kSegHasSrc = 16;  // Single: reads src
 inline constexpr uint8_t kSegHasDst = 32;  // Single: writes dst
 inline constexpr uint8_t kSegStream = 64;  // outputs are large: non-temporal stores (host)
 inline constexpr uint8_t kSegBytes = 128;  // Single: moves raw bytes (begin and count in bytes, a plain copy)
+// DirectPair (recursive doubling): not the first exchange: it reads the
+// previous exchange's result in dst, without PreMulSum's scalar; not the
+// last: no SumPostDiv. Neither set: the two-rank all-reduce.
+inline constexpr uint8_t kSegPairFromDst = 2;
+inline constexpr uint8_t kSegPairNotLast = 4;
 
 // Hier: which of the segment's connectors serve each phase.
 inline constexpr int kHierScatterRecv = 0, kHierScatterSend = 1, kHierInterRecv = 2, kHierInterSend = 3,
@@ -156,6 +162,10 @@ CHORUS_SCHED_FN Segment asBytes(Segment s, uint64_t elemBytes) {
 }
 
 // --- step arithmetic --------------------------------------------------------
+
+// Rank counts the direct all-reduce serves (plan_direct.cc): two ranks, or
+// recursive doubling over a power of two.
+CHORUS_SCHED_FN bool directAllReduceRanks(int n) { return n >= 2 && (n & (n - 1)) == 0; }
 
 CHORUS_SCHED_FN uint64_t ceilDiv(uint64_t a, uint64_t b) { return b == 0 ? 0 : (a + b - 1) / b; }
 
@@ -259,17 +269,18 @@ CHORUS_SCHED_FN StepDesc ringBlockDesc(const Segment& s, const int32_t* ringTabl
 CHORUS_SCHED_FN StepDesc directPairDesc(const Segment& s, uint64_t round, int k) {
   const uint64_t off = round * s.roundElems;
   const uint64_t n = s.count - off < s.roundElems ? s.count - off : s.roundElems;
+  const bool fromDst = (s.flags & kSegPairFromDst) != 0;
   StepDesc d;
   d.count = n;
-  d.input = StepInput::Src;
+  d.input = fromDst ? StepInput::Dst : StepInput::Src;
   d.srcOff = s.begin + off;
-  d.preSrc = 1;
+  d.preSrc = fromDst ? 0 : 1;
   if (k == 0) {
     d.send[d.nSend++] = s.conn[1];  // our chunk first, so in place never overwrites unsent input
   } else {
     d.recv[d.nRecv++] = s.conn[0];
     d.dstOff = s.begin + off;
-    d.post = 1;
+    d.post = (s.flags & kSegPairNotLast) != 0 ? 0 : 1;
   }
   return d;
 }

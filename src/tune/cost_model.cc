@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "sched/segment.h"
 #include "sched/tree.h"
 
 namespace chorus {
@@ -54,6 +55,22 @@ double treeLatencyUs(const MachineModel& m, Proto p) {
 double hierInterHopUs(const MachineModel& m, Proto p, int G) {
   const int perNic = (G + std::max(1, m.nics) - 1) / std::max(1, m.nics);
   return m.interHopUs[static_cast<int>(p)] + (perNic - 1) * m.netMessageUs;
+}
+
+// Direct all-reduce: one exchange (2 ranks) or log2(n) of them (recursive
+// doubling); with G ranks per host placed in rank order the first log2(G)
+// stay inside a host, and in each later one all G ranks of a host cross.
+double directUs(const MachineModel& m, Proto p, double S, double fixed, double hop, double bw) {
+  const int n = m.nranks;
+  if (!sched::directAllReduceRanks(n)) return -1;
+  if (n == 2) return fixed + hop + 1.25 * S / bw;
+  int rounds = 0, inter = 0;
+  while ((1 << rounds) < n) ++rounds;
+  while (m.nhosts > 1 && (1 << inter) < m.nhosts) ++inter;
+  inter = std::min(inter, rounds);
+  const double lat =
+      (rounds - inter) * m.intraHopUs[static_cast<int>(p)] + inter * hierInterHopUs(m, p, m.ranksPerHost);
+  return fixed + lat + rounds * 1.25 * S / bw;
 }
 
 // GB/s -> bytes per microsecond.
@@ -109,8 +126,7 @@ double estimateUs(Algo algo, Proto proto, CollType coll, size_t bytes, int nch, 
         case Algo::Tree:
           return fixed + treeLatencyUs(m, proto) + 2.0 * S / (0.9 * bw);
         case Algo::Direct:
-          if (n != 2) return -1;
-          return fixed + hop + 1.25 * S / bw;
+          return directUs(m, proto, S, fixed, hop, bw);
         case Algo::Hier: {
           if (!m.uniformHosts) return -1;
           const int H = m.nhosts, G = std::max(1, n / H);

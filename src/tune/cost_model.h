@@ -24,6 +24,9 @@
 //                    stack) netMessageUs, so an inter hop of hier costs
 //                    (ceil(G / NICs) - 1) x netMessageUs more.
 //   AllReduce direct 1 hop (2 ranks)      1.25 S / bw(ring)   (each rank reduces all of S)
+//                    recursive doubling (power-of-two n > 2, host mode):
+//                    log2 n exchanges, log2 H of them inter-host (priced as
+//                    hier's), log2 n x 1.25 S / bw(ring)
 //   AllGather / ReduceScatter ring  (n-1) hops, (n-1)/n * S / bw(ring)
 //   Broadcast / Reduce ring chain   (n-1) hops, S / bw(ring)
 //   point-to-point direct           1 hop, (n-1)/n * S / bw(ring)

@@ -6,6 +6,7 @@
 
 #include "core/log.h"
 #include "core/result.h"
+#include "sched/segment.h"
 
 namespace chorus {
 namespace {
@@ -60,7 +61,9 @@ unsigned implementable(CollType coll, const MachineModel& m, bool forced) {
   if (isPointToPoint(coll)) return bit(Algo::Direct);
   if (coll != CollType::AllReduce) return bit(Algo::Ring);
   unsigned a = bit(Algo::Ring) | bit(Algo::Tree);
-  if (m.nranks == 2) a |= bit(Algo::Direct);
+  // Recursive doubling (n > 2) runs in host mode only until the lane kernel
+  // has run it on a device.
+  if (m.nranks == 2 || (m.hostMode && sched::directAllReduceRanks(m.nranks))) a |= bit(Algo::Direct);
   if (m.uniformHosts && (forced || (m.nhosts > 1 && m.ranksPerHost > 1))) a |= bit(Algo::Hier);
   return a;
 }

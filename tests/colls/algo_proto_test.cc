@@ -1,8 +1,8 @@
 // Forced algorithm / protocol / channel count. NCCL_ALGO, NCCL_PROTO and
 // NCCL_MAX_NCHANNELS are read when a communicator is created; each test sets
 // them around its run and checks the communicator's config captured them.
-// Tree exists only for AllReduce; with Ring the other ring collectives run
-// under the forced protocol too.
+// Tree and Direct exist only for AllReduce; with Ring the other ring
+// collectives run under the forced protocol too.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -22,7 +22,9 @@ class AlgoProto : public ::testing::TestWithParam<VariantParam> {};
 TEST_P(AlgoProto, AllReduceAndRingCollectives) {
   const auto [algo, proto, channels, nranks] = GetParam();
   RunOptions opts;
-  opts.env = {{"NCCL_ALGO", algo}, {"NCCL_PROTO", proto}, {"NCCL_MAX_NCHANNELS", std::to_string(channels)},
+  opts.env = {{"NCCL_ALGO", algo},
+              {"NCCL_PROTO", proto},
+              {"NCCL_MAX_NCHANNELS", std::to_string(channels)},
               {"NCCL_MIN_NCHANNELS", std::to_string(channels)}};
   const bool ring = std::string(algo) == "Ring";
   runThreads(
@@ -32,8 +34,8 @@ TEST_P(AlgoProto, AllReduceAndRingCollectives) {
         if (ctx.comm->config.algo != algo || ctx.comm->config.proto != proto ||
             ctx.comm->config.maxChannels != channels)
           ctx.fail("rank %d: config snapshot algo=%s proto=%s maxChannels=%d, expected %s/%s/%d", ctx.rank,
-                   ctx.comm->config.algo.c_str(), ctx.comm->config.proto.c_str(), ctx.comm->config.maxChannels,
-                   algo, proto, channels);
+                   ctx.comm->config.algo.c_str(), ctx.comm->config.proto.c_str(), ctx.comm->config.maxChannels, algo,
+                   proto, channels);
         Selection sel;
         sel.types = {ncclFloat32, ncclInt32, ncclFloat16, ncclFloat8e4m3};
         sel.ops = {OpKind::Sum, OpKind::Max, OpKind::Avg, OpKind::PreMulDevice};
@@ -66,6 +68,13 @@ std::string paramName(const ::testing::TestParamInfo<VariantParam>& info) {
 INSTANTIATE_TEST_SUITE_P(Forced, AlgoProto,
                          ::testing::Combine(::testing::Values("Ring", "Tree"), ::testing::Values("LL", "Simple"),
                                             ::testing::Values(1, 4), ::testing::Values(3, 8)),
+                         paramName);
+
+// Direct: the two-rank exchange, recursive doubling over 4 and 8 ranks, and
+// at 3 ranks (no power of two) the fallback to the ring.
+INSTANTIATE_TEST_SUITE_P(ForcedDirect, AlgoProto,
+                         ::testing::Combine(::testing::Values("Direct"), ::testing::Values("LL", "Simple"),
+                                            ::testing::Values(1), ::testing::Values(2, 3, 4, 8)),
                          paramName);
 
 }  // namespace

@@ -106,6 +106,61 @@ TEST_P(GraphColls, ExactResults) {
       opts);
 }
 
+// The plan of a float sum AllReduce of `in` into `out` on this rank's communicator.
+ncclResult_t buildAllReducePlan(RankCtx& ctx, std::vector<float>& in, std::vector<float>& out, Plan* plan) {
+  plan->comm = ctx.comm;
+  Task t;
+  t.type = CollType::AllReduce;
+  t.comm = ctx.comm;
+  t.sendbuff = in.data();
+  t.recvbuff = out.data();
+  t.count = in.size();
+  t.dtype = ncclFloat32;
+  t.spec = ReduceSpec{ncclFloat32, ReduceKind::Sum, nullptr, 1};
+  plan->tasks.push_back(t);
+  PlanBuilder builder(ctx.comm, plan);
+  return builder.build();
+}
+
+// The direct plan over a power of two is recursive doubling: one lane of
+// log2(n) pairwise exchanges with rank ^ 1, rank ^ 2, rank ^ 4, the later
+// ones reading the previous result, only the last one dividing for avg.
+TEST(GraphPlans, DirectPlanOfEightRanksIsRecursiveDoubling) {
+  const int nranks = 8;
+  RunOptions opts;
+  opts.env = {{"NCCL_ALGO", "Direct"}, {"NCCL_PROTO", "Simple"}};
+  runThreads(
+      nranks,
+      [&](RankCtx& ctx) {
+        std::vector<float> in(4096, 1.0f), out(4096, 0.0f);
+        Plan plan;
+        if (!RANK_OK(ctx, buildAllReducePlan(ctx, in, out, &plan))) return;
+        if (plan.lanes.size() != 1 || plan.lanes[0].segments.size() != 3) {
+          ctx.fail("rank %d: %zu lanes (first with %zu segments), expected one lane of 3 exchanges", ctx.rank,
+                   plan.lanes.size(), plan.lanes.empty() ? size_t(0) : plan.lanes[0].segments.size());
+          return;
+        }
+        if (!RANK_OK(ctx, ctx.comm->conns->connectAll(waitBoundAfter(10000)))) return;
+        for (int i = 0; i < 3; ++i) {
+          const sched::Segment& seg = plan.lanes[0].segments[static_cast<size_t>(i)];
+          const int peer = ctx.rank ^ (1 << i);
+          const bool fromDst = (seg.flags & sched::kSegPairFromDst) != 0;
+          const bool notLast = (seg.flags & sched::kSegPairNotLast) != 0;
+          if (seg.kind != sched::SegmentKind::DirectPair || plan.conns[seg.conn[0]].end().peer != peer ||
+              plan.conns[seg.conn[1]].end().peer != peer || fromDst != (i > 0) || notLast != (i < 2))
+            ctx.fail("rank %d: exchange %d is %s with ranks %d/%d (fromDst %d, notLast %d), expected rank %d", ctx.rank,
+                     i, sched::segmentKindName(seg.kind), plan.conns[seg.conn[0]].end().peer,
+                     plan.conns[seg.conn[1]].end().peer, fromDst, notLast, peer);
+        }
+        Selection sel;  // and through the API, every op (avg divides once, PreMulSum scales once)
+        sel.types = {ncclFloat32, ncclInt32};
+        sel.ops = {OpKind::Sum, OpKind::Avg, OpKind::PreMulDevice, OpKind::Max};
+        sel.counts = {1, 4096, 100003};
+        runSelection(ctx, Coll::AllReduce, sel);
+      },
+      opts);
+}
+
 // The hier plan really is hierarchical: one lane per channel whose rounds
 // are G local reduce-scatter steps, 2H-1 inter-host all-reduce steps and G
 // local all-gather steps (11 for 2 hosts of 4), not the flat ring's 2n-1 (15).
@@ -120,18 +175,7 @@ TEST(GraphPlans, HierPlanHasThreePhases) {
         ctx.comm->graph = graph;
         std::vector<float> in(4096, 1.0f), out(4096, 0.0f);
         Plan plan;
-        plan.comm = ctx.comm;
-        Task t;
-        t.type = CollType::AllReduce;
-        t.comm = ctx.comm;
-        t.sendbuff = in.data();
-        t.recvbuff = out.data();
-        t.count = in.size();
-        t.dtype = ncclFloat32;
-        t.spec = ReduceSpec{ncclFloat32, ReduceKind::Sum, nullptr, 1};
-        plan.tasks.push_back(t);
-        PlanBuilder builder(ctx.comm, &plan);
-        if (!RANK_OK(ctx, builder.build())) return;
+        if (!RANK_OK(ctx, buildAllReducePlan(ctx, in, out, &plan))) return;
         const int G = nranks / hosts, H = hosts;
         // One round (4096 floats fit): G reduce-scatter steps, 2H-1 all-reduce steps, G all-gather steps.
         const size_t expectSteps = 2 * G + 2 * H - 1;

@@ -67,9 +67,10 @@ TEST(Tuner, SmallMessagesAtScaleAvoidRingSimple) {
         << hosts << " hosts: " << algoName(d.algo) << "/" << protoName(d.proto);
     EXPECT_NE(d.algo, Algo::Ring);
   }
-  // Host mode, one host, 8 ranks: small AllReduce goes to the tree.
-  const MachineModel host = machineModel(nullptr, 8);
-  EXPECT_EQ(decide(CollType::AllReduce, 1024, host, freeConfig(2)).algo, Algo::Tree);
+  // Host mode, one host: small AllReduce goes to recursive doubling over 8
+  // ranks (3 hops), to the tree over 6 (no power of two).
+  EXPECT_EQ(decide(CollType::AllReduce, 1024, machineModel(nullptr, 8), freeConfig(2)).algo, Algo::Direct);
+  EXPECT_EQ(decide(CollType::AllReduce, 1024, machineModel(nullptr, 6), freeConfig(2)).algo, Algo::Tree);
 }
 
 // GPU kernels cannot send LL across hosts (the network proxy forwards only

@@ -297,6 +297,42 @@ TEST(SegmentSim, DirectPairBothRanksGetTheSum) {
   for (int i = 0; i < 2000; ++i) ASSERT_NO_FATAL_FAILURE(runDirectPairCase(rng)) << "case " << i;
 }
 
+// Recursive doubling's exchanges (plan_direct.cc): the first reads the
+// input with PreMulSum's scalar, later ones the previous result without it;
+// only the last applies SumPostDiv. Flags 0 stay the two-rank all-reduce.
+TEST(Segment, LaterDirectExchangesReadTheResultAndOnlyTheLastDivides) {
+  Segment s;
+  s.kind = SegmentKind::DirectPair;
+  s.count = 10;
+  s.roundElems = 10;
+  s.nranks = 2;
+  s.conn[0] = 3;
+  s.conn[1] = 4;
+  struct Case {
+    uint8_t flags;
+    StepInput input;
+    uint8_t preSrc, post;
+  };
+  for (const Case c :
+       {Case{0, StepInput::Src, 1, 1}, Case{kSegPairNotLast, StepInput::Src, 1, 0},
+        Case{kSegPairFromDst | kSegPairNotLast, StepInput::Dst, 0, 0}, Case{kSegPairFromDst, StepInput::Dst, 0, 1}}) {
+    s.flags = c.flags;
+    ASSERT_EQ(segmentSteps(s), 2u);
+    const StepDesc send = segmentStep(s, nullptr, 0), recv = segmentStep(s, nullptr, 1);
+    EXPECT_EQ(send.nSend, 1) << int(c.flags);
+    EXPECT_EQ(send.send[0], 4);
+    EXPECT_EQ(send.nRecv, 0);
+    EXPECT_EQ(recv.nRecv, 1);
+    EXPECT_EQ(recv.recv[0], 3);
+    EXPECT_EQ(recv.dstOff, 0u);
+    for (const StepDesc& d : {send, recv}) {
+      EXPECT_EQ(d.input, c.input) << int(c.flags);
+      EXPECT_EQ(d.preSrc, c.preSrc) << int(c.flags);
+    }
+    EXPECT_EQ(recv.post, c.post) << int(c.flags);
+  }
+}
+
 TEST(SegmentSim, HierEveryRankGetsTheFullReduction) {
   std::mt19937_64 rng(0x41e2);
   for (int i = 0; i < 1500; ++i) ASSERT_NO_FATAL_FAILURE(runHierCase(rng)) << "case " << i;

@@ -222,8 +222,11 @@ ssize_t SocketComm::readControl(char* dst, size_t want) {
     const size_t ask = staged ? kStageBytes : want;
     const ssize_t got = recv(ctrl_.get(), into, ask, MSG_DONTWAIT);
     ++controlRecvs_;
+    // A staged read that came back short took all the stream held; a large
+    // read straight into dst goes on until the stream says EAGAIN (its
+    // sender is usually still writing).
     foundDrained_ =
-        (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) || (got > 0 && static_cast<size_t>(got) < ask);
+        (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) || (staged && got > 0 && static_cast<size_t>(got) < ask);
     if (!staged || got <= 0) return got;
     stageHead_ = 0;
     stageTail_ = static_cast<size_t>(got);
