@@ -108,10 +108,11 @@ int sched_yield() noexcept {
   return r;
 }
 
-ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-                           ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
-  static auto real = next<ncclResult_t (*)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
-                                           cudaStream_t)>("ncclAllReduce");
+ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,
+                           ncclComm_t comm, cudaStream_t stream) {
+  static auto real =
+      next<ncclResult_t (*)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t)>(
+          "ncclAllReduce");
   record(kAllReduceIn, -1, 0, nowNs());
   const ncclResult_t r = real(sendbuff, recvbuff, count, datatype, op, comm, stream);
   record(kAllReduceOut, -1, r, nowNs());
