@@ -16,10 +16,11 @@ using NetPollFdFn = bool (*)(void* comm, int* fd, short* events);
 NetPollFdFn netPollFdFor(const void* backendTable);
 
 // Backends whose connections may be called from any thread, one call per
-// connection at a time, with no state shared between connections that such
-// calls touch (the built-in socket backend): the executor's thread may then
-// step its own links (net_link_inline.cc). Plugins and UCX (one worker for
-// all connections, bound to the proxy thread) are not.
+// connection at a time, where what connections share is locked inside the
+// backend (the built-in socket backend; UCX, whose one worker is
+// UCS_THREAD_MODE_SERIALIZED behind a mutex every call takes): the
+// executor's thread may then step its own links (net_link_inline.cc).
+// Plugins are not: NCCL's plugin contract does not promise it.
 bool netInlineMovesFor(const void* backendTable);
 
 }  // namespace chorus
