@@ -63,7 +63,9 @@ ncclResult_t resolveCommConfig(const ncclConfig_t* user, const CommConfig* inher
     c.timeoutMs = normalizeWaitLimitMs(params::timeoutMs());
     c.initTimeoutMs = normalizeWaitLimitMs(params::initTimeoutMs());
     c.stallWarnMs = stallWarnMsFromSeconds(params::stallWarnS());
-    c.spinCount = std::max<int64_t>(params::spinCount(), 0);
+    const int64_t spins = params::spinCount();
+    c.spinCountAuto = spins < 0;
+    c.spinCount = spins < 0 ? kDefaultSpinCount : spins;
     c.localRegister = params::localRegister() != 0;
     c.algo = params::algo();
     c.proto = params::proto();

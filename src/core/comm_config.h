@@ -23,10 +23,11 @@ struct CommConfig {
   int64_t timeoutMs = 0;        // CHORUS_TIMEOUT_MS, normalised (core/wait_limit.h): 0 = no limit
   int64_t initTimeoutMs = 0;    // CHORUS_INIT_TIMEOUT_MS, the same way
   int64_t stallWarnMs = 60000;  // CHORUS_STALL_WARN_S in ms: 0 = no stall reports
-  int64_t spinCount = 500;
-  bool localRegister = true;  // registered buffers may be sent zero-copy (NCCL_LOCAL_REGISTER)
-  std::string algo;           // NCCL_ALGO
-  std::string proto;          // NCCL_PROTO
+  int64_t spinCount = 500;      // polls before a wait yields (CHORUS_SPIN_COUNT, resolved at init)
+  bool spinCountAuto = true;    // CHORUS_SPIN_COUNT unset (-1): init picks it (autoSpinCount)
+  bool localRegister = true;    // registered buffers may be sent zero-copy (NCCL_LOCAL_REGISTER)
+  std::string algo;             // NCCL_ALGO
+  std::string proto;            // NCCL_PROTO
   // docs/wire.md: CHORUS_WIRE (a chorusWire_t; 0: native), CHORUS_WIRE_MIN_BYTES,
   // CHORUS_WIRE_FEEDBACK, CHORUS_DETERMINISTIC.
   uint8_t wire = 0;
@@ -38,6 +39,14 @@ struct CommConfig {
 
 // CHORUS_STALL_WARN_S as milliseconds: 0 or negative turns reports off; at most a day.
 int64_t stallWarnMsFromSeconds(int64_t seconds);
+
+// CHORUS_SPIN_COUNT left to the library: 500 polls, or none when this
+// host's ranks outnumber its CPUs (`cpus` <= 0: unknown), where a rank that
+// spins burns the time slice the peer it waits for needs.
+constexpr int64_t kDefaultSpinCount = 500;
+constexpr int64_t autoSpinCount(int localRanks, long cpus) {
+  return cpus > 0 && localRanks > cpus ? 0 : kDefaultSpinCount;
+}
 
 // Validates `user` (may be NULL) and fills `out` from it and the environment.
 // `inherit` (may be NULL) supplies defaults for split/shrink children.

@@ -53,14 +53,15 @@ struct MemberSpec {
 };
 
 // With more ranks on this node than CPUs, a rank that spins waiting for a
-// peer burns the time slice the peer needs to make progress: wait by
-// yielding straight away instead (unless CHORUS_SPIN_COUNT says otherwise).
+// peer burns the time slice the peer needs to make progress: unless
+// CHORUS_SPIN_COUNT says otherwise, waits yield straight away instead.
 void adaptToOversubscription(ncclComm* comm) {
+  if (!comm->config.spinCountAuto) return;
   const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  if (cpus <= 0 || comm->id.localNRanks <= cpus || std::getenv("CHORUS_SPIN_COUNT") != nullptr) return;
-  comm->config.spinCount = 0;
-  CHORUS_INFO(kLogInit, "comm %p: %d ranks on %ld CPUs: waits yield instead of spinning", (void*)comm,
-              comm->id.localNRanks, cpus);
+  comm->config.spinCount = autoSpinCount(comm->id.localNRanks, cpus);
+  if (comm->config.spinCount == 0)
+    CHORUS_INFO(kLogInit, "comm %p: %d ranks on %ld CPUs: waits yield instead of spinning", (void*)comm,
+                comm->id.localNRanks, cpus);
 }
 
 ncclResult_t exchangePeers(ncclComm* comm, const WaitBound& bound) {
@@ -100,9 +101,9 @@ ncclResult_t exchangePeers(ncclComm* comm, const WaitBound& bound) {
   comm->id.localNRanks = local;
   comm->id.localRank = localRank;
   adaptToOversubscription(comm);
-  comm->conns = std::make_unique<ConnectionTable>(comm->id.rank, comm->bootstrap.get(), std::move(peers),
-                                                  comm->id.commHash, comm->config.timeoutMs, &comm->traffic,
-                                                  comm->config.netName);
+  comm->conns =
+      std::make_unique<ConnectionTable>(comm->id.rank, comm->bootstrap.get(), std::move(peers), comm->id.commHash,
+                                        comm->config.timeoutMs, &comm->traffic, comm->config.netName);
   return topo::buildCommTopology(comm, topoRecords, bound);
 }
 

@@ -5,6 +5,9 @@
 #include <chrono>
 #include <cstdint>
 #include <limits>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "bootstrap/store.h"
 #include "common/rank_runner.h"
@@ -57,6 +60,28 @@ TEST(WaitLimit, CommConfigReadsTheKnobsThisWay) {
     ASSERT_EQ(resolveCommConfig(nullptr, nullptr, &c), ncclSuccess);
     EXPECT_EQ(c.timeoutMs, r.want) << "CHORUS_TIMEOUT_MS=" << r.value;
     EXPECT_EQ(c.initTimeoutMs, r.want) << "CHORUS_INIT_TIMEOUT_MS=" << r.value;
+  }
+}
+
+// CHORUS_SPIN_COUNT unset: 500 polls, none once the host's ranks outnumber
+// its CPUs; a value the user set is kept whatever the placement.
+TEST(SpinCount, UnsetYieldsAtOnceWhereRanksOutnumberCpusAndSetValuesStay) {
+  EXPECT_EQ(autoSpinCount(2, 2), kDefaultSpinCount);
+  EXPECT_EQ(autoSpinCount(3, 2), 0);
+  EXPECT_EQ(autoSpinCount(64, 0), kDefaultSpinCount) << "unknown CPU count";
+  {
+    test::ScopedEnv env(std::vector<std::pair<std::string, std::string>>{{"CHORUS_SPIN_COUNT", ""}});
+    CommConfig c;
+    ASSERT_EQ(resolveCommConfig(nullptr, nullptr, &c), ncclSuccess);
+    EXPECT_TRUE(c.spinCountAuto);
+    EXPECT_EQ(c.spinCount, kDefaultSpinCount);
+  }
+  for (const char* v : {"0", "100"}) {
+    test::ScopedEnv env(std::vector<std::pair<std::string, std::string>>{{"CHORUS_SPIN_COUNT", v}});
+    CommConfig c;
+    ASSERT_EQ(resolveCommConfig(nullptr, nullptr, &c), ncclSuccess);
+    EXPECT_FALSE(c.spinCountAuto) << v;
+    EXPECT_EQ(c.spinCount, std::stoll(v));
   }
 }
 
