@@ -125,7 +125,8 @@ struct NetLink {
   bool lastSentAwaited = false;  // sender: the last slot sent asked for a prompt ack
   bool inlineStep = false;       // the executor's thread is stepping the link (net_link_inline.cc)
   // That step only passes on what the executor published (a release, a
-  // mark): a receiver posts and acks, but does not look for arrivals.
+  // mark) while receives were pending: a receiver posts and acks, but does
+  // not look for arrivals.
   bool publishOnly = false;
   int64_t ackPolledNs = 0;  // sender: when an inline step last looked for an ack
   // Receiver: when a change held back for a batch must be acked (steady

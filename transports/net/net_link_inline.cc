@@ -45,7 +45,10 @@ bool stepInline(NetLink& link, bool waiting) {
   const bool hadReceives = link.completed < link.posted;
   bool progressed = false, busy = false;
   link.inlineStep = true;
-  link.publishOnly = !waiting;
+  // A release behind receives still pending (the executor looked and found
+  // nothing) has no reason to look again; one that re-opens a full FIFO
+  // does: the sender is ahead, and its next message is likely waiting.
+  link.publishOnly = !waiting && hadReceives;
   const ncclResult_t res = guardedRun("net inline move", [&] { stepLink(link, &progressed, &busy); });
   link.inlineStep = false;
   link.publishOnly = false;
