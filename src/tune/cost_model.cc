@@ -1,6 +1,7 @@
 #include "tune/cost_model.h"
 
 #include <algorithm>
+#include <bit>
 
 #include "sched/segment.h"
 #include "sched/tree.h"
@@ -64,10 +65,9 @@ double directUs(const MachineModel& m, Proto p, double S, double fixed, double h
   const int n = m.nranks;
   if (!sched::directAllReduceRanks(n)) return -1;
   if (n == 2) return fixed + hop + 1.25 * S / bw;
-  int rounds = 0, inter = 0;
-  while ((1 << rounds) < n) ++rounds;
-  while (m.nhosts > 1 && (1 << inter) < m.nhosts) ++inter;
-  inter = std::min(inter, rounds);
+  const int rounds = static_cast<int>(std::bit_width(static_cast<unsigned>(n - 1)));  // log2 n
+  const int inter =
+      std::min(rounds, static_cast<int>(std::bit_width(static_cast<unsigned>(std::max(1, m.nhosts) - 1))));
   const double lat =
       (rounds - inter) * m.intraHopUs[static_cast<int>(p)] + inter * hierInterHopUs(m, p, m.ranksPerHost);
   return fixed + lat + rounds * 1.25 * S / bw;
