@@ -53,6 +53,7 @@ bool segmentValid(const sched::Segment& s, int nFifos, int nRankTable, int nTask
     case sched::SegmentKind::WirePartial:
     case sched::SegmentKind::WireHostSum:
     case sched::SegmentKind::WireRelay:
+    case sched::SegmentKind::WireChain:
       return false;  // docs/wire.md: the lane kernel does not run the wire segments yet (host mode only)
   }
   return false;

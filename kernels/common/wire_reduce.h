@@ -96,11 +96,18 @@ CHORUS_HD CHORUS_INLINE uint32_t partialBlock(const Fn& fn, const T* CHORUS_REST
 // Bytes of one fp32 partial block (partialBlock) of n elements.
 CHORUS_HD CHORUS_INLINE uint32_t partialBytes(uint32_t n) { return n * uint32_t(sizeof(float)); }
 
+// Bytes of a partial of n elements of T in its compute type (an input marked
+// in OwnerBlock::partial): partialBytes for the float-computed types.
+template <typename T>
+CHORUS_HD CHORUS_INLINE uint32_t computePartialBytes(uint32_t n) {
+  return n * uint32_t(sizeof(ComputeOf<T>));
+}
+
 // What the owner of a block needs. `in[r]` is rank r's received block (null
 // for the owner itself, whose input is `x`, and for ranks whose contribution
 // reaches it inside another rank's); `partial`, when set, marks the inputs
-// that are fp32 partials (partialBlock) rather than blocks in the wire's
-// format. `out`, when set, receives the result's encoding for the gather
+// that are partials in the compute type (partialBlock, chainBlock) rather
+// than blocks in the wire's format. `out`, when set, receives the result's encoding for the gather
 // phase (`outBytes` its size). The owner's
 // output `y` is what every rank decodes from `out` (or the result rounded to
 // T without a gather phase). `lossScale`: nranks for an average, else 1 (the
@@ -138,11 +145,11 @@ CHORUS_HD CHORUS_INLINE void contributions(const OwnerBlock<T>& b, const Fn& fn,
     return;
   }
   const uint8_t* CHORUS_RESTRICT in = b.in[r];
+  if (b.partial && b.partial[r]) {
+    memcpy(v, in, n * sizeof(C));
+    return;
+  }
   if constexpr (std::is_same_v<C, float>) {
-    if (b.partial && b.partial[r]) {
-      memcpy(v, in, n * sizeof(float));
-      return;
-    }
     if (b.format != Format::Native) {
       decodeBlock<false>(b.format, in, n, v);
       return;
@@ -228,6 +235,22 @@ CHORUS_HD CHORUS_INLINE void hostSumBlock(OwnerBlock<T>& b, const Fn& fn) {
     float* CHORUS_RESTRICT res = b.residual;
     if (res) forBlock(b.n, [&](uint32_t i) CHORUS_LAMBDA_INLINE { res[i] = detail::feedback(acc[i], v[i]); });
   }
+}
+
+// A link of deterministic mode's chain across hosts: the previous host's
+// partial (the rank-order combination of every rank before this host) and
+// this host's contributions combined in rank order in the compute type, and
+// written unrounded at `out` for the next host, so the last host's owner
+// (ownerBlock) finishes exactly the combination a single owner would have
+// made. No division and no output; the same in every format's terms, since
+// deterministic mode is the native format.
+template <typename T, typename Fn>
+CHORUS_HD CHORUS_INLINE void chainBlock(OwnerBlock<T>& b, const Fn& fn) {
+  using C = ComputeOf<T>;
+  C acc[kWireBlockElems], v[kWireBlockElems];
+  combineInputs(b, fn, acc, v);
+  memcpy(b.out, acc, b.n * sizeof(C));
+  b.outBytes = computePartialBytes<T>(b.n);
 }
 
 // A gathered block of the result, decoded into the output; returns the bytes read.

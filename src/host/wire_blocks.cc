@@ -19,7 +19,8 @@ struct PortableWire {
     return L::partial(p, x, r, out);
   }
   static uint32_t hostSum(const WirePiece& p, const WireOwnerIo& io) { return L::hostSum(p, io); }
-  static constexpr WireLoops kLoops{&send, &gather, &own, &partial, &hostSum};
+  static uint32_t chain(const WirePiece& p, const WireOwnerIo& io) { return L::chain(p, io); }
+  static constexpr WireLoops kLoops{&send, &gather, &own, &partial, &hostSum, &chain};
 };
 
 }  // namespace
@@ -57,5 +58,7 @@ uint32_t wirePartial(const WirePiece& p, const void* x, float* residual, uint8_t
 }
 
 uint32_t wireHostSum(const WirePiece& p, const WireOwnerIo& io) { return loopsFor(p).hostSum(p, io); }
+
+uint32_t wireChain(const WirePiece& p, const WireOwnerIo& io) { return loopsFor(p).chain(p, io); }
 
 }  // namespace chorus::host

@@ -38,8 +38,8 @@ uint32_t wirePartial(const WirePiece& p, const void* x, float* residual, uint8_t
 
 // The owner's combine of a piece: in[r] is rank r's received piece (null for
 // `self`, whose input is `x`, and for ranks that send it nothing), advanced
-// past the piece on return; partial[r] (when set) marks fp32 partials among
-// them; `out`, when set, receives the result's encoding. Returns the bytes
+// past the piece on return; partial[r] (when set) marks partials in the
+// compute type among them; `out`, when set, receives the result's encoding. Returns the bytes
 // written at `out`.
 struct WireOwnerIo {
   int nranks, self;
@@ -56,5 +56,10 @@ uint32_t wireOwn(const WirePiece& p, const WireOwnerIo& io);
 // received partials and x, with the residual), encoded once at `out`; y is
 // unused. Returns the bytes written at `out`.
 uint32_t wireHostSum(const WirePiece& p, const WireOwnerIo& io);
+
+// A link of deterministic mode's chain across hosts: the previous host's
+// partial, the received contributions and x combined in rank order, written
+// unrounded (compute type) at `out`; y is unused. Returns the bytes written.
+uint32_t wireChain(const WirePiece& p, const WireOwnerIo& io);
 
 }  // namespace chorus::host

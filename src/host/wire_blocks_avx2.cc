@@ -32,7 +32,8 @@ struct Avx2Wire {
     return L::partial(p, x, r, out);
   }
   CHORUS_WIRE_AVX2 static uint32_t hostSum(const WirePiece& p, const WireOwnerIo& io) { return L::hostSum(p, io); }
-  static constexpr WireLoops kLoops{&send, &gather, &own, &partial, &hostSum};
+  CHORUS_WIRE_AVX2 static uint32_t chain(const WirePiece& p, const WireOwnerIo& io) { return L::chain(p, io); }
+  static constexpr WireLoops kLoops{&send, &gather, &own, &partial, &hostSum, &chain};
 };
 
 template <typename T>

@@ -48,13 +48,14 @@ struct WireLoopsOf {
     return bytes;
   }
 
-  // The owner's combine (hostSum false) or a host's combined contribution
-  // (hostSum true), block by block.
-  static CHORUS_INLINE uint32_t combine(const WirePiece& p, const WireOwnerIo& io, bool hostSum) {
+  // The owner's combine, a host's combined contribution or a chain link's
+  // partial, block by block.
+  enum class Combine { Own, HostSum, Chain };
+  static CHORUS_INLINE uint32_t combine(const WirePiece& p, const WireOwnerIo& io, Combine what) {
     const Fn fn = func(p);
-    const bool preMul = K == ReduceKind::PreMulSum, post = K == ReduceKind::SumPostDiv && !hostSum;
+    const bool preMul = K == ReduceKind::PreMulSum, post = K == ReduceKind::SumPostDiv && what == Combine::Own;
     const uint64_t inBlock = wire::encodedBytes(p.format, wire::nativeScatterBytes<T>(preMul), wire::kWireBlockElems);
-    const uint64_t partialBlock = wire::partialBytes(wire::kWireBlockElems);
+    const uint64_t partialBlock = wire::computePartialBytes<T>(wire::kWireBlockElems);
     const T* x = static_cast<const T*>(io.x);
     T* y = static_cast<T*>(io.y);
     wire::OwnerBlock<T> b{};
@@ -73,8 +74,10 @@ struct WireLoopsOf {
       b.n = blockAt(p, i);
       b.y = y ? y + i : nullptr;
       b.out = io.out ? io.out + bytes : nullptr;
-      if (hostSum)
+      if (what == Combine::HostSum)
         wire::hostSumBlock(b, fn);
+      else if (what == Combine::Chain)
+        wire::chainBlock(b, fn);
       else
         wire::ownerBlock(b, fn);
       bytes += b.outBytes;
@@ -84,8 +87,13 @@ struct WireLoopsOf {
     return bytes;
   }
 
-  static CHORUS_INLINE uint32_t own(const WirePiece& p, const WireOwnerIo& io) { return combine(p, io, false); }
-  static CHORUS_INLINE uint32_t hostSum(const WirePiece& p, const WireOwnerIo& io) { return combine(p, io, true); }
+  static CHORUS_INLINE uint32_t own(const WirePiece& p, const WireOwnerIo& io) { return combine(p, io, Combine::Own); }
+  static CHORUS_INLINE uint32_t hostSum(const WirePiece& p, const WireOwnerIo& io) {
+    return combine(p, io, Combine::HostSum);
+  }
+  static CHORUS_INLINE uint32_t chain(const WirePiece& p, const WireOwnerIo& io) {
+    return combine(p, io, Combine::Chain);
+  }
 };
 
 // One compile target's loops for one (type, kind).
@@ -95,6 +103,7 @@ struct WireLoops {
   uint32_t (*own)(const WirePiece&, const WireOwnerIo&);
   uint32_t (*partial)(const WirePiece&, const void*, float*, uint8_t*);
   uint32_t (*hostSum)(const WirePiece&, const WireOwnerIo&);
+  uint32_t (*chain)(const WirePiece&, const WireOwnerIo&);
 };
 
 // Null where that target has no loops for the combination.

@@ -113,13 +113,14 @@ bool gatherPiece(const PieceCtx& c, const host::WirePiece& w) {
   return true;
 }
 
-// WireOwner (the shard's result, encoded for every gatherer) or WireHostSum
-// (the host's contribution, encoded for the owner).
+// WireOwner (the shard's result, encoded for every gatherer), WireHostSum
+// (the host's contribution, encoded for the owner) or WireChain (the partial
+// of every rank up to this host's, for the next host).
 bool ownerPiece(const PieceCtx& c, const host::WirePiece& w) {
   const int n = c.seg.nranks, self = c.seg.pos;
   const int32_t* table = c.plan.rankTable.data() + c.seg.ringTable;
   const uint64_t encoded = wire::encodedBytes(w.format, wireScatterElemBytes(c.task), w.n);
-  const uint64_t partialBytes = wire::partialBytes(static_cast<uint32_t>(w.n));
+  const uint64_t partialBytes = uint64_t(wireComputeBytes(c.task)) * w.n;
   thread_local std::vector<const uint8_t*> in;
   thread_local std::vector<uint8_t> partial;
   in.assign(static_cast<size_t>(n), nullptr);
@@ -141,8 +142,13 @@ bool ownerPiece(const PieceCtx& c, const host::WirePiece& w) {
   void* y = d.dstOff == sched::kNoBuffer ? nullptr : static_cast<char*>(c.seg.dst) + d.dstOff * eb;
   const host::WireOwnerIo io{
       n, self, in.data(), partial.data(), static_cast<const char*>(c.seg.src) + d.srcOff * eb, residual, y, out};
-  const uint32_t bytes =
-      c.seg.kind == sched::SegmentKind::WireHostSum ? host::wireHostSum(w, io) : host::wireOwn(w, io);
+  uint32_t bytes = 0;
+  if (c.seg.kind == sched::SegmentKind::WireHostSum)
+    bytes = host::wireHostSum(w, io);
+  else if (c.seg.kind == sched::SegmentKind::WireChain)
+    bytes = host::wireChain(w, io);
+  else
+    bytes = host::wireOwn(w, io);
   if (first) postResult(c, table + n, first, bytes);
   for (int r = 0; r < n; ++r)
     if (table[r] != sched::kNoConn) c.plan.conns[table[r]].recv->release();

@@ -107,6 +107,10 @@ ncclResult_t expandWire(PlanBuilder& b, const Task& t);
 // (plan_wire_hosts.cc).
 bool wireAcrossHosts(const PlanBuilder& b, const Task& t);
 ncclResult_t expandWireHosts(PlanBuilder& b, const Task& t);
+// Whether a deterministic AllReduce takes the chain across hosts, and that
+// form (plan_wire_chain.cc).
+bool wireChainAcrossHosts(const PlanBuilder& b, const Task& t);
+ncclResult_t expandWireChain(PlanBuilder& b, const Task& t);
 
 // Elements of one ring chunk: half a FIFO, so a step never waits for room.
 size_t ringChunkElems(const PlanBuilder& b, Proto proto, size_t esz);

@@ -18,7 +18,8 @@
 // The wire connectors are their own (wire_lanes.h's channels of the Direct
 // class), so they never share a FIFO with another algorithm's lane in the
 // same group. Across hosts, compressed wires take the two-level form of
-// plan_wire_hosts.cc.
+// plan_wire_hosts.cc, and deterministic AllReduce the chain of
+// plan_wire_chain.cc where hosts hold consecutive ranks.
 #include <algorithm>
 #include <vector>
 
@@ -43,6 +44,7 @@ using wireplan::kSlots;
 ncclResult_t expandWire(PlanBuilder& b, const Task& t) {
   if (t.type != CollType::AllReduce && t.type != CollType::ReduceScatter && t.type != CollType::Reduce)
     return fail(ncclInternalError, "wire schedule requested for %s", collName(t.type));
+  if (wireChainAcrossHosts(b, t)) return expandWireChain(b, t);
   if (wireAcrossHosts(b, t)) return expandWireHosts(b, t);
   const int n = b.nranks(), me = b.rank();
   const uint32_t slot = wireplan::slotBytes(b);

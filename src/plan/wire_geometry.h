@@ -30,6 +30,15 @@ inline uint32_t wireScatterElemBytes(const Task& t) {
   return 4;  // the compute type (reduce_ops.h's ComputeOf): fp32 for the narrow floats
 }
 
+// Bytes per element of a partial in the compute type (wire_reduce.h's
+// computePartialBytes): fp32 for float and the narrow floats, the type itself
+// otherwise.
+inline uint32_t wireComputeBytes(const Task& t) {
+  const bool floatComputed = t.dtype == ncclFloat32 || t.dtype == ncclFloat16 || t.dtype == ncclBfloat16 ||
+                             t.dtype == ncclFloat8e4m3 || t.dtype == ncclFloat8e5m2;
+  return floatComputed ? 4 : static_cast<uint32_t>(typeSize(t.dtype));
+}
+
 struct WireGeometry {
   uint64_t pieceElems = 0;  // elements per step: whole blocks filling one slot
 };

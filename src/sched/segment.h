@@ -36,17 +36,21 @@ enum class SegmentKind : uint8_t {
   WirePartial,  // send this rank's contribution to peer `pos`'s shard, fp32, to the host rank combining it
   WireHostSum,  // combine the host's partials for peer `pos`'s shard with this rank's, encode, send to `pos`
   WireRelay,    // receive peer `pos`'s reduced shard, decode it, pass the encoding on to this host's ranks
+  // The chain across hosts of deterministic mode (plan_wire_chain.cc):
+  WireChain,  // combine the previous host's partial and this host's contributions in rank order, send the
+              // unrounded partial (compute type) on to the next host
 };
 
 CHORUS_SCHED_FN bool isWireKind(SegmentKind k) {
   return k == SegmentKind::WireSend || k == SegmentKind::WireOwner || k == SegmentKind::WireGather ||
-         k == SegmentKind::WirePartial || k == SegmentKind::WireHostSum || k == SegmentKind::WireRelay;
+         k == SegmentKind::WirePartial || k == SegmentKind::WireHostSum || k == SegmentKind::WireRelay ||
+         k == SegmentKind::WireChain;
 }
 
 // Wire kinds that read this rank's input.
 CHORUS_SCHED_FN bool wireReadsInput(SegmentKind k) {
   return k == SegmentKind::WireSend || k == SegmentKind::WireOwner || k == SegmentKind::WirePartial ||
-         k == SegmentKind::WireHostSum;
+         k == SegmentKind::WireHostSum || k == SegmentKind::WireChain;
 }
 
 CHORUS_SCHED_FN const char* segmentKindName(SegmentKind k) {
@@ -75,6 +79,8 @@ CHORUS_SCHED_FN const char* segmentKindName(SegmentKind k) {
       return "wire-host-sum";
     case SegmentKind::WireRelay:
       return "wire-relay";
+    case SegmentKind::WireChain:
+      return "wire-chain";
   }
   return "?";
 }
@@ -137,11 +143,12 @@ struct Segment {
   int32_t pos2 = 0;     // Hier: position on the inter-host ring
   // RingGather/RingScatter: index into the plan's rank table of this ring's
   // order (entry p = rank at position p); -1 when position p is rank p.
-  // WireOwner, WireHostSum: index into the rank table of 3 * nranks entries:
-  // entry r is the connector receiving rank r's contribution, entry
-  // nranks + r the one sending the result (the host's sum) to rank r
-  // (kNoConn where there is none), entry 2 * nranks + r is 1 where rank r's
-  // contribution arrives as an fp32 partial. WireRelay: 2 * nranks entries,
+  // WireOwner, WireHostSum, WireChain: index into the rank table of 3 *
+  // nranks entries: entry r is the connector receiving rank r's
+  // contribution, entry nranks + r the one sending the result (the host's
+  // sum, the chain's partial) to rank r (kNoConn where there is none), entry
+  // 2 * nranks + r is 1 where rank r's contribution arrives as a partial in
+  // the compute type (the sum of several ranks' contributions, unrounded). WireRelay: 2 * nranks entries,
   // the second half the connectors passing the result on.
   int32_t ringTable = -1;
   uint16_t task = 0;  // which task of the plan (its reduction spec)
@@ -359,6 +366,7 @@ CHORUS_SCHED_FN StepDesc segmentStep(const Segment& s, const int32_t* ringTable,
     case SegmentKind::WirePartial:
     case SegmentKind::WireHostSum:
     case SegmentKind::WireRelay:
+    case SegmentKind::WireChain:
       return wireDesc(s, round);
     default:
       return hierDesc(s, round, k);

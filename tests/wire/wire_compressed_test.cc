@@ -12,11 +12,10 @@
 
 #include "common/rank_runner.h"
 #include "core/comm.h"
-#include "graph/search.h"
-#include "graph/synthetic.h"
 #include "kernels/common/float_types.h"
 #include "plan/dry_connectors.h"
 #include "plan/plan_builder.h"
+#include "wire/wire_plans.h"
 
 namespace chorus::test {
 namespace {
@@ -359,16 +358,6 @@ TEST(Compressed, EnvironmentKnobs) {
 
 // --- across hosts: the two-level form (plan_wire_hosts.cc) ------------------
 
-// A graph claiming rank r sits on host r % hosts (as `--map-by node` deals
-// them), identical on every rank.
-std::shared_ptr<const graph::CommGraph> roundRobinHosts(int nranks, int hosts) {
-  std::vector<uint64_t> hashes;
-  for (int r = 0; r < nranks; ++r) hashes.push_back(uint64_t(r % hosts));
-  auto g = std::make_shared<graph::CommGraph>();
-  EXPECT_EQ(graph::searchGraph(graph::hostsFromHashes(hashes), graph::SearchOptions{}, g.get()), ncclSuccess);
-  return g;
-}
-
 // Every rank's AllReduceEx output, gathered: all must be bit-identical.
 void checkSameEverywhere(RankCtx& ctx, chorusWire_t w, ncclDataType_t t, size_t count) {
   const size_t es = esize(t);
@@ -391,7 +380,7 @@ class CompressedHosts : public ::testing::TestWithParam<HostsParam> {};
 
 TEST_P(CompressedHosts, WithinBoundAndIdenticalOnEveryRank) {
   const auto [nranks, hosts] = GetParam();
-  auto graph = roundRobinHosts(nranks, hosts);
+  auto graph = hostsGraph(nranks, hosts, true);
   ASSERT_TRUE(graph && graph->nhosts == hosts && graph->ranksPerHost == nranks / hosts);
   runThreads(nranks, [&](RankCtx& ctx) {
     ctx.comm->graph = graph;  // before the first operation builds a plan
@@ -408,7 +397,7 @@ TEST_P(CompressedHosts, WithinBoundAndIdenticalOnEveryRank) {
 
 TEST_P(CompressedHosts, ErrorFeedbackConvergesAsOneOverT) {
   const auto [nranks, hosts] = GetParam();
-  auto graph = roundRobinHosts(nranks, hosts);
+  auto graph = hostsGraph(nranks, hosts, true);
   runThreads(nranks, [&](RankCtx& ctx) {
     ctx.comm->graph = graph;
     checkFeedbackConverges(ctx);
@@ -429,21 +418,15 @@ INSTANTIATE_TEST_SUITE_P(Layouts, CompressedHosts,
 // only record their keys (DryConnectors), for every rank.
 void checkCrossHostLinks(bool twoLevel) {
   const int nranks = 8, hosts = 4, G = nranks / hosts;
-  auto graph = roundRobinHosts(nranks, hosts);
+  auto graph = hostsGraph(nranks, hosts, true);
   ASSERT_TRUE(graph);
   auto localPos = [&](int r) { return graph->ring(0).position[r] - graph->ring(0).hostStart[graph->hostOfRank[r]]; };
   CommConfig config;
   config.wireHosts = twoLevel;
-  std::vector<float> in(1 << 16, 1.0f), out(in.size());
   for (int rank = 0; rank < nranks; ++rank) {
     DryConnectors dry;
     Plan plan;
-    Task t;
-    t.sendbuff = in.data();
-    t.recvbuff = out.data();
-    t.count = in.size();
-    t.dtype = ncclFloat32;
-    t.spec = ReduceSpec{ncclFloat32, ReduceKind::Sum, nullptr, 1};
+    Task t = floatSumTask(size_t(1) << 16);
     t.wire.format = chorusWireInt8;
     plan.tasks.push_back(t);
     PlanBuilder builder(PlanContext{rank, nranks, &config, graph.get(), nullptr, &dry}, &plan);
