@@ -30,14 +30,16 @@
 // Lanes wait only on lanes that never wait on them: senders on chain links,
 // chain links on senders, on the previous link and on the next link's free
 // slots, the owner on its inputs and on the relays' and gatherers' free
-// slots, relays on the previous relay and on the next relay's and the
-// gatherers' free slots, gatherers on the owner or a relay.
+// slots, relays on the relay feeding them and on the free slots of the
+// relays and gatherers they feed (a tree), gatherers on the owner or a
+// relay. Every share has connectors and lanes of its own.
 #include <algorithm>
 #include <vector>
 
 #include "core/result.h"
 #include "graph/links.h"
 #include "plan/plan_builder.h"
+#include "plan/wire_chain_routes.h"
 #include "plan/wire_geometry.h"
 #include "plan/wire_lanes.h"
 
@@ -47,6 +49,7 @@ namespace {
 using namespace wireplan;  // NOLINT(google-build-using-namespace): the channels and keys of every lane below
 using sched::Segment;
 using sched::SegmentKind;
+using wirechain::Route;
 
 struct Chain {
   PlanBuilder& b;
@@ -59,12 +62,19 @@ struct Chain {
   int at(int h, int p) const { return h * G + p; }
 };
 
-// Shard p of the buffer: whole wire blocks.
-Segment shardSegment(const Chain& c, SegmentKind kind, int p) {
-  const sched::Range r = sched::splitAligned(c.t.count, c.G, p, wire::kWireBlockElems);
+// One share of one shard on its route, and its connector channels.
+struct ShareOf {
+  const Route& route;
+  int p;                 // the shard (local position)
+  sched::Range range;    // its elements
+  uint16_t channel = 0;  // values; + 1 partials, + 2 results between hosts, + 3 results inside a host
+  int owner() const { return static_cast<int>(route.absorb.size()) - 1; }
+};
+
+Segment shareSegment(const Chain& c, const ShareOf& sh, SegmentKind kind) {
   Segment s = c.b.segment(c.t, kind);
-  s.begin = r.begin;
-  s.count = r.count;
+  s.begin = sh.range.begin;
+  s.count = sh.range.count;
   s.roundElems = c.pieceElems;
   s.pos = c.me;  // the combination's own input (OwnerBlock::self)
   s.nranks = c.n;
@@ -92,60 +102,94 @@ ncclResult_t resultEntry(const Chain& c, Segment& s, std::vector<int32_t>& table
   return ncclSuccess;
 }
 
-// This rank's link of its shard's chain, or on the last host its owner.
-ncclResult_t link(const Chain& c) {
-  const int h = c.host(c.me), p = c.pos(c.me);
-  const bool owner = h == c.H - 1;
-  Segment s = shardSegment(c, owner ? SegmentKind::WireOwner : SegmentKind::WireChain, p);
-  if (owner) s.blockElems = s.begin;
-  if (s.count == 0) return ncclSuccess;
-  std::vector<int32_t> table = ownerTable(c.n);
-  if (h > 0) CHORUS_CHECK(tableEntry(c, s, table, c.at(h - 1, p), kChainPartialChannel, true));
+// The result's ways out of host h at position p: its other ranks and the
+// hosts the route feeds from h.
+ncclResult_t resultOuts(const Chain& c, const ShareOf& sh, Segment& s, std::vector<int32_t>& table) {
+  const int h = c.host(c.me);
+  const auto base = static_cast<size_t>(c.n);
   for (int l = 0; l < c.G; ++l)
-    if (l != p) CHORUS_CHECK(tableEntry(c, s, table, c.at(h, l), kChainValueChannel, false));
-  const auto outs = static_cast<size_t>(c.n);
-  if (owner) {
+    if (l != sh.p) CHORUS_CHECK(resultEntry(c, s, table, base, c.at(h, l), sh.channel + 3));
+  for (int k = 0; k < c.H; ++k)
+    if (sh.route.parent[k] == h) CHORUS_CHECK(resultEntry(c, s, table, base, c.at(k, sh.p), sh.channel + 2));
+  return ncclSuccess;
+}
+
+// This rank as its host's link of the share, or on the last host its owner.
+ncclResult_t link(const Chain& c, const ShareOf& sh) {
+  const int h = c.host(c.me);
+  const bool owner = h == sh.owner();
+  Segment s = shareSegment(c, sh, owner ? SegmentKind::WireOwner : SegmentKind::WireChain);
+  if (owner) s.blockElems = s.begin;
+  std::vector<int32_t> table = ownerTable(c.n);
+  const int before = wirechain::previousLink(sh.route, h);
+  if (before >= 0) CHORUS_CHECK(tableEntry(c, s, table, c.at(before, sh.p), sh.channel + 1, true));
+  for (int k = 0; k < c.H; ++k) {
+    if (sh.route.absorb[k] != h) continue;
     for (int l = 0; l < c.G; ++l)
-      if (l != p) CHORUS_CHECK(resultEntry(c, s, table, outs, c.at(h, l), kChainLocalResultChannel));
-    CHORUS_CHECK(resultEntry(c, s, table, outs, c.at(0, p), kChainResultChannel));
+      if (c.at(k, l) != c.me) CHORUS_CHECK(tableEntry(c, s, table, c.at(k, l), sh.channel, false));
+  }
+  if (owner) {
+    CHORUS_CHECK(resultOuts(c, sh, s, table));
   } else {
-    CHORUS_CHECK(resultEntry(c, s, table, outs, c.at(h + 1, p), kChainPartialChannel));
+    const int next = wirechain::nextLink(sh.route, h);
+    CHORUS_CHECK(resultEntry(c, s, table, static_cast<size_t>(c.n), c.at(next, sh.p), sh.channel + 1));
   }
   s.ringTable = c.b.addTableEntries(table.data(), 3 * c.n);
-  wireplan::lane(c.b, kChainPartialChannel, -1, false, c.slot).segments.push_back(s);
+  wireplan::lane(c.b, sh.channel + 1, -1, false, c.slot).segments.push_back(s);
   return ncclSuccess;
 }
 
-// Position p of a host before the last: the result in, to the host and on.
-ncclResult_t relay(const Chain& c) {
-  const int h = c.host(c.me), p = c.pos(c.me);
-  Segment s = shardSegment(c, SegmentKind::WireRelay, p);
-  if (s.count == 0) return ncclSuccess;
-  const int from = h == 0 ? c.at(c.H - 1, p) : c.at(h - 1, p);
-  CHORUS_CHECK(c.b.connect(key(kChainResultChannel, from), false, c.slot, kSlots, &s.conn[0]));
+// Position p of a host other than the owner's: the result in, to the host and on.
+ncclResult_t relay(const Chain& c, const ShareOf& sh) {
+  const int h = c.host(c.me);
+  Segment s = shareSegment(c, sh, SegmentKind::WireRelay);
+  CHORUS_CHECK(c.b.connect(key(sh.channel + 2, c.at(sh.route.parent[h], sh.p)), false, c.slot, kSlots, &s.conn[0]));
   std::vector<int32_t> table(2 * static_cast<size_t>(c.n), sched::kNoConn);
-  const auto outs = static_cast<size_t>(c.n);
-  for (int l = 0; l < c.G; ++l)
-    if (l != p) CHORUS_CHECK(resultEntry(c, s, table, outs, c.at(h, l), kChainLocalResultChannel));
-  if (h + 1 < c.H - 1) CHORUS_CHECK(resultEntry(c, s, table, outs, c.at(h + 1, p), kChainResultChannel));
+  CHORUS_CHECK(resultOuts(c, sh, s, table));
   s.ringTable = c.b.addTableEntries(table.data(), 2 * c.n);
-  wireplan::lane(c.b, kChainResultChannel, -1, false, c.slot).segments.push_back(s);
+  wireplan::lane(c.b, sh.channel + 2, -1, false, c.slot).segments.push_back(s);
   return ncclSuccess;
 }
 
-// Shard l of this host's position-l rank: this rank's value to it, its result back.
-ncclResult_t peerShard(const Chain& c, int l) {
-  const int peer = c.at(c.host(c.me), l);
-  Segment send = shardSegment(c, SegmentKind::WireSend, l);
-  if (send.count == 0) return ncclSuccess;
-  send.pos = peer;
-  CHORUS_CHECK(c.b.connect(key(kChainValueChannel, peer), true, c.slot, kSlots, &send.conn[1]));
-  wireplan::lane(c.b, kChainValueChannel, peer, true, c.slot).segments.push_back(send);
-  Segment gather = shardSegment(c, SegmentKind::WireGather, l);
-  gather.pos = peer;
-  CHORUS_CHECK(c.b.connect(key(kChainLocalResultChannel, peer), false, c.slot, kSlots, &gather.conn[0]));
-  wireplan::lane(c.b, kChainLocalResultChannel, peer, false, c.slot).segments.push_back(gather);
+// This rank's values to the share's link, unless it is that link.
+ncclResult_t sendValues(const Chain& c, const ShareOf& sh) {
+  const int to = c.at(sh.route.absorb[c.host(c.me)], sh.p);
+  if (to == c.me) return ncclSuccess;
+  Segment s = shareSegment(c, sh, SegmentKind::WireSend);
+  s.pos = to;
+  CHORUS_CHECK(c.b.connect(key(sh.channel, to), true, c.slot, kSlots, &s.conn[1]));
+  wireplan::lane(c.b, sh.channel, to, true, c.slot).segments.push_back(s);
   return ncclSuccess;
+}
+
+// The result of a shard of another position, from this host's rank there.
+ncclResult_t gather(const Chain& c, const ShareOf& sh) {
+  const int from = c.at(c.host(c.me), sh.p);
+  Segment s = shareSegment(c, sh, SegmentKind::WireGather);
+  s.pos = from;
+  CHORUS_CHECK(c.b.connect(key(sh.channel + 3, from), false, c.slot, kSlots, &s.conn[0]));
+  wireplan::lane(c.b, sh.channel + 3, from, false, c.slot).segments.push_back(s);
+  return ncclSuccess;
+}
+
+ncclResult_t expandShare(const Chain& c, const ShareOf& sh) {
+  if (sh.range.count == 0) return ncclSuccess;
+  const int h = c.host(c.me);
+  CHORUS_CHECK(sendValues(c, sh));
+  if (c.pos(c.me) != sh.p) return gather(c, sh);
+  if (sh.route.absorb[h] == h) CHORUS_CHECK(link(c, sh));
+  if (h != sh.owner()) CHORUS_CHECK(relay(c, sh));
+  return ncclSuccess;
+}
+
+// Elements [first, first + twelfths) / 12 of a shard's whole blocks.
+sched::Range shareRange(sched::Range shard, int first, int twelfths) {
+  const uint64_t blocks = sched::ceilDiv(shard.count, wire::kWireBlockElems);
+  const uint64_t b0 = blocks * static_cast<uint64_t>(first) / 12;
+  const uint64_t b1 = blocks * static_cast<uint64_t>(first + twelfths) / 12;
+  const uint64_t e0 = std::min<uint64_t>(b0 * wire::kWireBlockElems, shard.count);
+  const uint64_t e1 = std::min<uint64_t>(b1 * wire::kWireBlockElems, shard.count);
+  return sched::Range{shard.begin + e0, e1 - e0};
 }
 
 // Whether every host holds G consecutive ranks (host k: kG .. kG + G - 1).
@@ -181,7 +225,7 @@ ncclResult_t expandWireChain(PlanBuilder& b, const Task& t) {
   const uint32_t slot = wireplan::slotBytes(b);
   // Whole blocks whose widest payload (a partial in the compute type, or a
   // value with PreMulSum's product) fills a slot.
-  const uint32_t widest = std::max(wireComputeBytes(t), wireScatterElemBytes(t));
+  const uint32_t valueBytes = wireScatterElemBytes(t), partialBytes = wireComputeBytes(t);
   const Chain c{b,
                 t,
                 b.nranks(),
@@ -189,11 +233,20 @@ ncclResult_t expandWireChain(PlanBuilder& b, const Task& t) {
                 g.ranksPerHost,
                 g.nhosts,
                 slot,
-                wire::pieceElemsFor(wire::Format::Native, widest, slot)};
-  for (int l = 0; l < c.G; ++l)
-    if (l != c.pos(c.me)) CHORUS_CHECK(peerShard(c, l));
-  CHORUS_CHECK(link(c));
-  if (c.host(c.me) < c.H - 1) CHORUS_CHECK(relay(c));
+                wire::pieceElemsFor(wire::Format::Native, std::max(valueBytes, partialBytes), slot)};
+  const std::vector<wirechain::Share> mix = wirechain::chooseRoutes(
+      c.H, c.G, wirechain::ElemBytes{valueBytes, partialBytes, static_cast<uint32_t>(typeSize(t.dtype))});
+  for (int p = 0; p < c.G; ++p) {
+    const sched::Range r = sched::splitAligned(t.count, c.G, p, wire::kWireBlockElems);
+    const sched::Range shard{r.begin, r.count};
+    int first = 0;
+    for (size_t k = 0; k < mix.size(); ++k) {
+      const ShareOf sh{mix[k].route, p, shareRange(shard, first, mix[k].twelfths),
+                       static_cast<uint16_t>(kChainBaseChannel + 4 * k)};
+      CHORUS_CHECK(expandShare(c, sh));
+      first += mix[k].twelfths;
+    }
+  }
   return ncclSuccess;
 }
 

@@ -17,11 +17,10 @@ namespace chorus::wireplan {
 // hosts the fp32 partials and the results inside a host, one channel per
 // host of the shard's owner (so a pair of ranks has one connector per shard).
 inline constexpr uint16_t kScatterChannel = 64, kGatherChannel = 65;
-// Deterministic mode's chain across hosts (plan_wire_chain.cc): values to
-// the host's chain link, partials from link to link, the result from relay
-// to relay, and the result inside a host.
-inline constexpr uint16_t kChainValueChannel = 66, kChainPartialChannel = 67, kChainResultChannel = 68,
-                          kChainLocalResultChannel = 69;
+// Deterministic mode's chain across hosts (plan_wire_chain.cc): four
+// channels per share of a shard from here on (values to the link, partials
+// from link to link, the result between hosts and inside a host).
+inline constexpr uint16_t kChainBaseChannel = 66;
 inline constexpr uint16_t kPartialBase = 4096, kLocalGatherBase = 8192;
 inline constexpr int kMaxHosts = 4096;
 inline constexpr uint32_t kSlots = 4;

@@ -15,6 +15,7 @@
 #include "core/comm.h"
 #include "plan/dry_connectors.h"
 #include "plan/plan_builder.h"
+#include "plan/wire_chain_routes.h"
 #include "wire/wire_cases.h"
 #include "wire/wire_plans.h"
 
@@ -66,66 +67,140 @@ INSTANTIATE_TEST_SUITE_P(Layouts, DeterministicChain,
                          });
 
 // The segments and cross-host peers of one rank's plan of a deterministic
-// float AllReduce, built against connectors that only record their keys.
+// float AllReduce of kPlanCount elements, built against connectors that only
+// record their keys, and the bytes the plan sends to every other host.
+constexpr size_t kPlanCount = size_t(1) << 16;
+
 struct PlanShape {
   int chains = 0, owners = 0, relays = 0;
-  std::vector<int> crossPeers;  // ranks on other hosts this rank has a connector with
+  std::vector<int> crossPeers;     // ranks on other hosts this rank has a connector with
+  std::vector<uint64_t> bytesOut;  // per host: bytes this rank's segments send there
 };
+
+int peerOf(const DryConnectors& dry, const Plan& plan, int16_t id) {
+  const ConnRef& c = plan.conns[static_cast<size_t>(id)];
+  const DryConnectors::Info* info = dry.info(c.recv ? static_cast<const void*>(c.recv) : c.send);
+  return info ? info->key.peer : -1;
+}
+
+// The peers a segment sends to: conn[1], or a combination's / relay's table of outputs.
+std::vector<int> sendPeers(const DryConnectors& dry, const Plan& plan, const sched::Segment& seg) {
+  std::vector<int> peers;
+  const bool tabled = seg.kind == sched::SegmentKind::WireOwner || seg.kind == sched::SegmentKind::WireRelay ||
+                      seg.kind == sched::SegmentKind::WireChain;
+  if (!tabled) {
+    if (seg.kind != sched::SegmentKind::WireGather && seg.conn[1] != sched::kNoConn)
+      peers.push_back(peerOf(dry, plan, seg.conn[1]));
+    return peers;
+  }
+  const int32_t* outs = plan.rankTable.data() + seg.ringTable + seg.nranks;
+  for (int r = 0; r < seg.nranks; ++r)
+    if (outs[r] != sched::kNoConn) peers.push_back(peerOf(dry, plan, static_cast<int16_t>(outs[r])));
+  return peers;
+}
 
 PlanShape planShape(const graph::CommGraph& graph, int rank, bool wireHosts) {
   CommConfig config;
   config.wireHosts = wireHosts;
   DryConnectors dry;
   Plan plan;
-  Task t = floatSumTask(size_t(1) << 16);
+  Task t = floatSumTask(kPlanCount);
   t.wire.deterministic = 1;
   plan.tasks.push_back(t);
   PlanShape shape;
+  shape.bytesOut.assign(static_cast<size_t>(graph.nhosts), 0);
   PlanBuilder builder(PlanContext{rank, graph.nranks, &config, &graph, nullptr, &dry}, &plan);
   EXPECT_EQ(builder.build(), ncclSuccess);
-  for (const ConnRef& c : plan.conns) {
-    const DryConnectors::Info* info = dry.info(c.recv ? static_cast<const void*>(c.recv) : c.send);
-    if (info == nullptr) {
-      ADD_FAILURE() << "rank " << rank << ": a connector without a key";
-      continue;
-    }
-    if (graph.hostOfRank[info->key.peer] != graph.hostOfRank[rank]) shape.crossPeers.push_back(info->key.peer);
+  for (size_t i = 0; i < plan.conns.size(); ++i) {
+    const int peer = peerOf(dry, plan, static_cast<int16_t>(i));
+    EXPECT_GE(peer, 0) << "rank " << rank << ": a connector without a key";
+    if (peer >= 0 && graph.hostOfRank[peer] != graph.hostOfRank[rank]) shape.crossPeers.push_back(peer);
   }
   for (const Lane& lane : plan.lanes)
     for (const sched::Segment& seg : lane.segments) {
       shape.chains += seg.kind == sched::SegmentKind::WireChain;
       shape.owners += seg.kind == sched::SegmentKind::WireOwner;
       shape.relays += seg.kind == sched::SegmentKind::WireRelay;
+      for (int peer : sendPeers(dry, plan, seg))
+        if (peer >= 0 && graph.hostOfRank[peer] != graph.hostOfRank[rank])
+          shape.bytesOut[static_cast<size_t>(graph.hostOfRank[peer])] += seg.count * sizeof(float);
     }
   return shape;
 }
 
-// Across hosts, rank (h, p) talks only to position p of the hosts next to it
-// in the chain (the owner on the last host also to host 0, which relays the
-// result on): two connectors per host boundary crossed, one shard's worth
-// each, against the flat form's connectors to every rank of the other hosts.
-TEST(DeterministicChainPlan, CrossHostLinksFollowTheChain) {
-  const int nranks = 8, hosts = 4, G = 2;
-  auto graph = hostsGraph(nranks, hosts, false);
-  ASSERT_TRUE(graph && graph->ranksPerHost == G);
-  for (int rank = 0; rank < nranks; ++rank) {
-    const int h = rank / G, p = rank % G;
-    const PlanShape shape = planShape(*graph, rank, true);
-    EXPECT_EQ(shape.chains, h < hosts - 1 ? 1 : 0) << "rank " << rank;
-    EXPECT_EQ(shape.owners, h == hosts - 1 ? 1 : 0) << "rank " << rank;
-    EXPECT_EQ(shape.relays, h < hosts - 1 ? 1 : 0) << "rank " << rank;
-    auto at = [&](int host) { return host * G + p; };
-    std::vector<int> expected;
-    if (h > 0) expected.push_back(at(h - 1));                                   // the previous link's partial
-    if (h < hosts - 1) expected.push_back(at(h + 1));                           // the partial on
-    if (h == hosts - 1) expected.push_back(at(0));                              // the owner's result to host 0's relay
-    if (h < hosts - 1) expected.push_back(h == 0 ? at(hosts - 1) : at(h - 1));  // the relay's input
-    if (h < hosts - 2) expected.push_back(at(h + 1));                           // the relay's output
-    std::sort(expected.begin(), expected.end());
-    std::vector<int> got = shape.crossPeers;
-    std::sort(got.begin(), got.end());
-    EXPECT_EQ(got, expected) << "rank " << rank;
+// What every host's link carries per direction, from the plans of all ranks,
+// in units of the buffer's bytes.
+double busiestLink(const graph::CommGraph& graph, bool wireHosts) {
+  std::vector<double> out(static_cast<size_t>(graph.nhosts), 0), in(out.size(), 0);
+  for (int rank = 0; rank < graph.nranks; ++rank) {
+    const PlanShape shape = planShape(graph, rank, wireHosts);
+    for (int h = 0; h < graph.nhosts; ++h) {
+      const double units = double(shape.bytesOut[static_cast<size_t>(h)]) / double(kPlanCount * sizeof(float));
+      out[static_cast<size_t>(graph.hostOfRank[rank])] += units;
+      in[static_cast<size_t>(h)] += units;
+    }
   }
+  return std::max(*std::max_element(in.begin(), in.end()), *std::max_element(out.begin(), out.end()));
+}
+
+// At 4 hosts x 2 ranks the flat form puts 3x the buffer on the busiest link
+// direction and a ring 1.5x; the chain with every host its own link 2x, and
+// the mix of routes the planner picks 5/3 (up to whole blocks per share).
+TEST(DeterministicChainPlan, BusiestLinkCarriesFiveThirdsOfTheBuffer) {
+  auto graph = hostsGraph(8, 4, false);
+  ASSERT_TRUE(graph && graph->ranksPerHost == 2);
+  EXPECT_NEAR(busiestLink(*graph, false), 3.0, 0.01);
+  EXPECT_NEAR(busiestLink(*graph, true), 5.0 / 3.0, 0.02);
+  // Two hosts: one route, the partial one way and the result the other, as a ring.
+  auto two = hostsGraph(4, 2, false);
+  EXPECT_NEAR(busiestLink(*two, true), 1.0, 0.01);
+  for (int rank = 0; rank < 4; ++rank) {
+    const PlanShape shape = planShape(*two, rank, true);
+    EXPECT_EQ(shape.chains, rank / 2 == 0 ? 1 : 0) << "rank " << rank;
+    EXPECT_EQ(shape.owners, rank / 2 == 1 ? 1 : 0) << "rank " << rank;
+    for (int peer : shape.crossPeers) EXPECT_EQ(peer % 2, rank % 2) << "rank " << rank;  // same local position
+  }
+}
+
+// For every layout the mix is a set of valid routes taking all of each shard,
+// and its busiest link carries no more than the chain with every host its
+// own link (the route model of wire_chain_routes.h; half values with fp32
+// partials too).
+TEST(DeterministicChainRoutes, ValidAndNeverWorseThanThePlainChain) {
+  for (int H = 2; H <= 8; ++H)
+    for (int G = 2; G <= 4; ++G)
+      for (const wirechain::ElemBytes bytes : {wirechain::ElemBytes{4, 4, 4}, wirechain::ElemBytes{2, 4, 2}}) {
+        const auto mix = wirechain::chooseRoutes(H, G, bytes);
+        int twelfths = 0;
+        std::vector<double> in(static_cast<size_t>(H), 0), out(in.size(), 0);
+        for (const wirechain::Share& s : mix) {
+          twelfths += s.twelfths;
+          const wirechain::Route& r = s.route;
+          ASSERT_EQ(r.absorb[H - 1], H - 1) << "the last host is the owner's link";
+          EXPECT_EQ(r.parent[H - 1], -1);
+          for (int h = 0; h < H; ++h) {
+            EXPECT_EQ(r.absorb[r.absorb[h]], r.absorb[h]) << "host " << h << " absorbed by a non-link";
+            int up = h, steps = 0;
+            while (up != H - 1 && steps++ <= H) up = r.parent[up];
+            EXPECT_EQ(up, H - 1) << "host " << h << " never gets the result (H " << H << ")";
+          }
+          for (int h = 0; h + 1 < H; ++h) EXPECT_LE(r.absorb[h], r.absorb[h + 1]) << "absorbed runs out of order";
+          wirechain::routeLoads(r, G, bytes, s.twelfths / 12.0, &in, &out);
+        }
+        EXPECT_EQ(twelfths, 12);
+        std::vector<double> plainIn(in.size(), 0), plainOut(in.size(), 0);
+        wirechain::Route plain;
+        for (int h = 0; h < H; ++h) {
+          plain.absorb.push_back(h);
+          plain.parent.push_back(h == H - 1 ? -1 : h == 0 ? H - 1 : h - 1);
+        }
+        wirechain::routeLoads(plain, G, bytes, 1.0, &plainIn, &plainOut);
+        const double mixed =
+            std::max(*std::max_element(in.begin(), in.end()), *std::max_element(out.begin(), out.end()));
+        const double chain = std::max(*std::max_element(plainIn.begin(), plainIn.end()),
+                                      *std::max_element(plainOut.begin(), plainOut.end()));
+        EXPECT_LE(mixed, chain + 1e-9) << "H " << H << " G " << G;
+      }
 }
 
 // Hosts that do not hold consecutive ranks, and CHORUS_WIRE_HOSTS=0, keep
