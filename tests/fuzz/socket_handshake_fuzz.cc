@@ -1,6 +1,6 @@
 // The socket backend's connection setup (transports/net_socket/socket_wire.h):
 // the listen handle a peer sends through the bootstrap and the StreamHello
-// that opens every stream. The first 128 bytes are a handle, the next 32 a
+// that opens every stream. The first 128 bytes are a handle, the next 40 a
 // hello; a hello the listener accepts must ask for a bounded connection.
 #include <cstring>
 
@@ -17,7 +17,7 @@ std::vector<Bytes> seeds() {
   h.addr[0] = 127;
   h.addr[3] = 1;
   h.nonce = 77;
-  const sock::StreamHello hello{sock::kHelloMagic, 1, 2, 2, 77, 5};
+  const sock::StreamHello hello{sock::kHelloMagic, 1, 2, 2, 77, 5, 9};
   Bytes b(CHORUS_NET_HANDLE_BYTES + sizeof(hello), 0);
   std::memcpy(b.data(), &h, sizeof(h));
   std::memcpy(b.data() + CHORUS_NET_HANDLE_BYTES, &hello, sizeof(hello));

@@ -18,15 +18,30 @@
 namespace chorus::sock {
 
 SocketComm::SocketComm(bool send, ForkClosedFd ctrl, std::vector<ForkClosedFd> data, uint32_t nthreads, uint32_t nsocks,
-                       std::string remote)
-    : send_(send), ctrl_(std::move(ctrl)), data_(std::move(data)), remote_(std::move(remote)) {
+                       std::string remote, ConnIdentity identity)
+    : send_(send),
+      identity_(identity),
+      ownCtrl_(std::make_shared<ForkClosedFd>(std::move(ctrl))),
+      ctrl_(ownCtrl_),
+      data_(std::move(data)),
+      remote_(std::move(remote)) {
   int64_t inlineBytes = params::socketInlineBytes();
   inlineBytes_ = inlineBytes < 0 ? 0 : static_cast<size_t>(inlineBytes);
   if (!data_.empty()) helpers_ = std::make_unique<StreamHelpers>(this, send, nthreads, nsocks);
   if (!send_) stage_ = std::make_unique<char[]>(kStageBytes);
+  if (send_) {
+    registerConnected(identity_.connId, ownCtrl_);
+    mayMove_ = params::socketShareConnections() != 0;
+  } else {
+    registerAccepted(identity_.connId, identity_.peerToken, ownCtrl_);
+  }
 }
 
 SocketComm::~SocketComm() {
+  if (send_)
+    unregisterConnected(identity_.connId);
+  else
+    unregisterAccepted(identity_.connId);
   // Wake helpers blocked in poll() at once, then join them before the
   // requests their parts point into go away.
   for (ForkClosedFd& fd : data_) shutdown(fd.get(), SHUT_RDWR);
@@ -68,6 +83,7 @@ ncclResult_t SocketComm::post(void* data, size_t size, int tag, void** request) 
     req->header.size = size;
     req->header.flags = (data_.empty() || size <= inlineBytes_) ? kHeaderInline : 0;
   }
+  if (mayMove_ && ctrlQueue_.empty()) tryMove();  // at a message boundary
   Request* raw = req.get();
   live_.push_back(std::move(req));
   raw->self = std::prev(live_.end());
@@ -75,6 +91,30 @@ ncclResult_t SocketComm::post(void* data, size_t size, int tag, void** request) 
   if (send_) progress();  // small messages usually leave right here; receives are looked for by test()
   *request = raw;
   return ncclSuccess;
+}
+
+// Send side, between messages: moves onto an accepted connection's reverse
+// direction when one from the same peer process is free (socket_pairing.h),
+// by queueing the MOVED header; the messages behind it follow on that socket.
+void SocketComm::tryMove() {
+  const uint64_t generation = acceptedGeneration();
+  if (generation == claimGeneration_) return;  // nothing new to claim since the last try
+  uint64_t targetId = 0;
+  SharedFd target = claimReverse(SendIdentity{identity_.connId, identity_.peerToken}, &targetId);
+  if (!target) {
+    claimGeneration_ = generation;
+    return;
+  }
+  mayMove_ = false;
+  auto marker = std::make_unique<Request>();
+  marker->comm = this;
+  marker->send = true;
+  marker->header = MessageHeader{0, kHeaderMoved | kHeaderInline, targetId};
+  marker->movesTo = std::move(target);
+  Request* raw = marker.get();
+  live_.push_back(std::move(marker));
+  raw->self = std::prev(live_.end());
+  ctrlQueue_.push_back(raw);
 }
 
 ncclResult_t SocketComm::test(Request* req, int* done, size_t* size) {
@@ -99,6 +139,10 @@ void SocketComm::progress() {
     if (!(r.send ? stepSend(r) : stepRecv(r))) return;
     r.ctrlFinished = true;
     ctrlQueue_.pop_front();
+    if (r.movesTo) {  // the MOVED header is out: from here on, the other socket
+      ctrl_ = std::move(r.movesTo);
+      live_.erase(r.self);
+    }
   }
 }
 
@@ -133,7 +177,7 @@ bool SocketComm::stepSend(Request& r) {
     msghdr msg{};
     msg.msg_iov = iov;
     msg.msg_iovlen = static_cast<size_t>(n);
-    ssize_t w = sendmsg(ctrl_.get(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    ssize_t w = sendmsg(ctrl_->get(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (w > 0) {
       r.ctrlDone += static_cast<size_t>(w);
       continue;
@@ -144,6 +188,23 @@ bool SocketComm::stepSend(Request& r) {
     return false;
   }
   if (!isInline) dispatchParts(r);
+  return true;
+}
+
+// Receive side: a MOVED header. The rest of the connection's messages come on
+// the socket this process connected under the header's id.
+bool SocketComm::followMove(Request& r) {
+  SharedFd target = connectedSocket(r.header.size);
+  if (!target || stageTail_ != stageHead_) {
+    setError("socket: connection from " + remote_ + " moved onto " +
+                 (target ? "another connection with bytes still behind the move" : "a connection this process lacks"),
+             false);
+    return false;
+  }
+  ctrl_ = std::move(target);
+  r.ctrlDone = 0;
+  r.header = MessageHeader{};
+  foundDrained_ = false;
   return true;
 }
 
@@ -182,6 +243,10 @@ bool SocketComm::stepRecv(Request& r) {
       dst = reinterpret_cast<char*>(&r.header) + r.ctrlDone;
       want = sizeof(MessageHeader) - r.ctrlDone;
     } else {
+      if (!r.headerAccepted && (r.header.flags & kHeaderMoved) != 0) {
+        if (!followMove(r)) return false;
+        continue;
+      }
       if (!r.headerAccepted) {
         if (!acceptHeader(r)) return false;
         r.headerAccepted = true;
@@ -220,7 +285,7 @@ ssize_t SocketComm::readControl(char* dst, size_t want) {
     const bool staged = want < kStageBytes;
     char* into = staged ? stage_.get() : dst;
     const size_t ask = staged ? kStageBytes : want;
-    const ssize_t got = recv(ctrl_.get(), into, ask, MSG_DONTWAIT);
+    const ssize_t got = recv(ctrl_->get(), into, ask, MSG_DONTWAIT);
     ++controlRecvs_;
     // A staged read that came back short took all the stream held; a large
     // read straight into dst goes on until the stream says EAGAIN (its
@@ -241,7 +306,7 @@ void SocketComm::pollFd(int* fd, short* events) const {
   *fd = -1;
   *events = 0;
   if (failed() || ctrlQueue_.empty()) return;
-  *fd = ctrl_.get();
+  *fd = ctrl_->get();
   *events = send_ ? POLLOUT : POLLIN;
 }
 
@@ -250,7 +315,7 @@ void SocketComm::sayGoodbye() {
   for (Request* r : ctrlQueue_)
     if (r->ctrlDone != 0) return;  // mid-message: the receiver will see the stream end instead
   MessageHeader bye{0, kHeaderGoodbye, 0};
-  (void)send(ctrl_.get(), &bye, sizeof(bye), MSG_NOSIGNAL | MSG_DONTWAIT);
+  (void)send(ctrl_->get(), &bye, sizeof(bye), MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
 }  // namespace chorus::sock

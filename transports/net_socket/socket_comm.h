@@ -20,6 +20,7 @@
 
 #include "bootstrap/socket.h"
 #include "nccl.h"
+#include "transports/net_socket/socket_pairing.h"
 #include "transports/net_socket/socket_wire.h"
 
 namespace chorus::sock {
@@ -38,6 +39,7 @@ struct Request {
   bool ctrlFinished = false;
   bool reportedPending = false;  // test() said "not done" at least once
   size_t size = 0;               // bytes of the message (receive: known once the header arrived)
+  SharedFd movesTo;              // send: a MOVED header; once sent, the control stream is this socket
   std::atomic<int> partsLeft{0};
   std::atomic<bool> partFailed{false};
   std::list<std::unique_ptr<Request>>::iterator self;
@@ -85,10 +87,17 @@ class StreamHelpers {
   std::vector<std::unique_ptr<Worker>> workers_;
 };
 
+// Who a connection joins: its id (the connector's random number) and the
+// other end's process token, for socket_pairing.h.
+struct ConnIdentity {
+  uint64_t connId = 0;
+  uint64_t peerToken = 0;
+};
+
 class SocketComm {
  public:
   SocketComm(bool send, ForkClosedFd ctrl, std::vector<ForkClosedFd> data, uint32_t nthreads, uint32_t nsocks,
-             std::string remote);
+             std::string remote, ConnIdentity identity);
   ~SocketComm();
   SocketComm(const SocketComm&) = delete;
   SocketComm& operator=(const SocketComm&) = delete;
@@ -108,6 +117,10 @@ class SocketComm {
   // recv calls made on the control stream so far (receive side).
   uint64_t controlRecvs() const { return controlRecvs_; }
   const std::string& remote() const { return remote_; }
+  // Whether this connection's messages travel on another connection's socket
+  // (socket_pairing.h): a send side that sent its MOVED header, a receive
+  // side that read it.
+  bool moved() const { return ctrl_ != ownCtrl_; }
 
  private:
   ncclResult_t reportError();
@@ -118,9 +131,17 @@ class SocketComm {
   ssize_t readControl(char* dst, size_t want);
   void dispatchParts(Request& r);
   void streamError(const char* what, int err);
+  void tryMove();
+  bool followMove(Request& r);
 
   bool send_;
-  ForkClosedFd ctrl_;
+  ConnIdentity identity_;
+  SharedFd ownCtrl_;  // this connection's control stream
+  SharedFd ctrl_;     // where its messages travel: ownCtrl_, or after a move another connection's socket
+  // Send side: whether a move is still to be tried, and the accepted
+  // connections' generation when the last claim found nothing.
+  bool mayMove_ = false;
+  uint64_t claimGeneration_ = ~uint64_t(0);
   std::vector<ForkClosedFd> data_;
   std::string remote_;
   size_t inlineBytes_;

@@ -23,6 +23,7 @@
 #include <random>
 #include <thread>
 
+#include "core/host_identity.h"
 #include "core/params.h"
 #include "core/result.h"
 #include "core/wait_limit.h"
@@ -86,6 +87,7 @@ struct ListenComm {
   bool haveConn = false;
   uint64_t connId = 0;
   uint32_t nthreads = 0, nsocks = 0;
+  uint64_t peerToken = 0;
   SockAddr peer;
   ForkClosedFd ctrl;
   std::vector<ForkClosedFd> data;
@@ -120,6 +122,7 @@ bool placeStream(ListenComm& lc, PendingStream& ps) {
     }
     lc.haveConn = true;
     lc.connId = h.connId;
+    lc.peerToken = h.processToken;
     lc.nthreads = h.nthreads;
     lc.nsocks = h.nsocks;
     lc.data.resize(static_cast<size_t>(ndata));
@@ -223,6 +226,7 @@ ncclResult_t listenOn(int dev, void* handle, void** listenComm) {
   h.family = static_cast<uint16_t>(lc->bound.family());
   h.port = lc->bound.port();
   h.nonce = lc->nonce;
+  h.processToken = processToken();
   if (h.family == AF_INET) {
     memcpy(h.addr, &reinterpret_cast<const sockaddr_in*>(&lc->bound.storage)->sin_addr, 4);
   } else {
@@ -240,8 +244,8 @@ ncclResult_t listenOn(int dev, void* handle, void** listenComm) {
 ncclResult_t connectTo(int dev, const void* handle, void** sendComm) {
   *sendComm = nullptr;
   SockAddr addr;
-  uint64_t nonce = 0;
-  CHORUS_CHECK(decodeHandle(handle, &addr, &nonce));
+  uint64_t nonce = 0, peerToken = 0;
+  CHORUS_CHECK(decodeHandle(handle, &addr, &nonce, &peerToken));
   std::shared_ptr<const std::vector<Device>> devs;
   CHORUS_CHECK(currentDevices(&devs));
   if (dev < 0 || dev >= static_cast<int>(devs->size()))
@@ -259,14 +263,14 @@ ncclResult_t connectTo(int dev, const void* handle, void** sendComm) {
     if (err != 0)
       return fail(ncclRemoteError, "socket: cannot connect to %s (device %d, stream %u): %s", addr.str().c_str(), dev,
                   s, strerror(err));
-    StreamHello hello{kHelloMagic, s, nthreads, nsocks, nonce, connId};
+    StreamHello hello{kHelloMagic, s, nthreads, nsocks, nonce, connId, processToken()};
     err = writeAll(fd.get(), reinterpret_cast<const uint8_t*>(&hello), sizeof(hello), deadline);
     if (err != 0)
       return fail(ncclRemoteError, "socket: cannot open stream %u to %s: %s", s, addr.str().c_str(), strerror(err));
   }
   CHORUS_TRACE(kLogNet, "socket: connected to %s with %u data streams (%u threads x %u)", addr.str().c_str(), ndata,
                nthreads, nsocks);
-  *sendComm = new SocketComm(true, std::move(ctrl), std::move(data), nthreads, nsocks, addr.str());
+  *sendComm = new SocketComm(true, std::move(ctrl), std::move(data), nthreads, nsocks, addr.str(), {connId, peerToken});
   return ncclSuccess;
 }
 
@@ -286,7 +290,8 @@ ncclResult_t acceptFrom(void* listenComm, void** recvComm) {
   }
   if (!lc.ctrl.valid() || lc.dataIn != lc.data.size()) return ncclSuccess;
   lc.handedOut = true;
-  *recvComm = new SocketComm(false, std::move(lc.ctrl), std::move(lc.data), lc.nthreads, lc.nsocks, lc.peer.str());
+  *recvComm = new SocketComm(false, std::move(lc.ctrl), std::move(lc.data), lc.nthreads, lc.nsocks, lc.peer.str(),
+                             {lc.connId, lc.peerToken});
   return ncclSuccess;
 }
 

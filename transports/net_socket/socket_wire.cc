@@ -9,7 +9,7 @@
 
 namespace chorus::sock {
 
-ncclResult_t decodeHandle(const void* in, SockAddr* addr, uint64_t* nonce) {
+ncclResult_t decodeHandle(const void* in, SockAddr* addr, uint64_t* nonce, uint64_t* processToken) {
   Handle h;
   std::memcpy(&h, in, sizeof(h));
   if (h.magic != kHandleMagic) return fail(ncclInvalidArgument, "socket: connect: the handle is not a socket handle");
@@ -30,6 +30,7 @@ ncclResult_t decodeHandle(const void* in, SockAddr* addr, uint64_t* nonce) {
   }
   addr->setPort(h.port);
   *nonce = h.nonce;
+  if (processToken) *processToken = h.processToken;
   return ncclSuccess;
 }
 

@@ -31,7 +31,8 @@ struct Handle {
   uint8_t addr[16];
   uint32_t scopeId;
   uint32_t reserved;
-  uint64_t nonce;  // random per listen(); a stream presenting another one is refused
+  uint64_t nonce;         // random per listen(); a stream presenting another one is refused
+  uint64_t processToken;  // the listener's process (socket_pairing.h)
 };
 static_assert(sizeof(Handle) <= CHORUS_NET_HANDLE_BYTES);
 
@@ -41,7 +42,8 @@ struct StreamHello {
   uint32_t nthreads;  // the sender's NCCL_SOCKET_NTHREADS (the receiver adopts it)
   uint32_t nsocks;    // the sender's NCCL_NSOCKS_PERTHREAD
   uint64_t nonce;
-  uint64_t connId;  // random per connect(); groups the streams of one connection
+  uint64_t connId;        // random per connect(); groups the streams of one connection
+  uint64_t processToken;  // the connector's process (socket_pairing.h)
 };
 
 inline constexpr uint32_t kHeaderGoodbye = 1;  // orderly close: no message follows
@@ -62,7 +64,8 @@ inline void splitMessage(size_t size, uint32_t nparts, uint32_t i, size_t* offse
 // Checks of bytes that come from the network (tests/fuzz feeds them junk).
 // The listener's address and nonce from a handle of CHORUS_NET_HANDLE_BYTES;
 // ncclInvalidArgument with a message for a malformed one.
-ncclResult_t decodeHandle(const void* in, SockAddr* addr, uint64_t* nonce);
+// With `processToken`, also the listener's process token.
+ncclResult_t decodeHandle(const void* in, SockAddr* addr, uint64_t* nonce, uint64_t* processToken = nullptr);
 // Why a stream's hello is refused by a listener whose nonce is `nonce`, or
 // null when it is a hello for this listener.
 const char* refuseHello(const StreamHello& h, uint64_t nonce);

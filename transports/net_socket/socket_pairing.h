@@ -1,0 +1,60 @@
+// One TCP connection for both directions between two processes. Each
+// direction of a pair of ranks is its own connection (listen / connect /
+// accept), so without this every message crossing one way is answered by a
+// bare TCP acknowledgement on its own connection, a packet per message for
+// the kernels of both ends. Instead, a send connection moves its messages
+// onto the unused reverse direction of a connection accepted from the same
+// peer process, where the peer's own messages carry the acknowledgements.
+//
+// The move is the sender's: at a message boundary it sends a MOVED header
+// (kHeaderMoved, size = the id of the connection it moves onto) on its own
+// control stream and goes on writing its messages into the accepted
+// connection's socket. The receiver reads its stream up to that header,
+// looks up the connection it once connected under that id (this registry),
+// and reads the rest from that socket, whose writing direction its own send
+// connection already uses. Data streams (helper threads) never move.
+//
+// Which side moves: the one whose (process token, connection id) is the
+// smaller, so two processes never move onto each other's connections, and
+// between connections of one process (a rank talking to another in the same
+// process over sockets) one of each pair moves. A connection carries at most
+// one moved direction; sockets are shared (the last owner closes them).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "bootstrap/socket.h"
+
+namespace chorus::sock {
+
+using SharedFd = std::shared_ptr<ForkClosedFd>;
+
+inline constexpr uint32_t kHeaderMoved = 4;  // MessageHeader flag; size: the connection id moved onto
+
+// A send connection's identity for the registry.
+struct SendIdentity {
+  uint64_t connId = 0;
+  uint64_t peerToken = 0;  // the listener's process token (from its handle)
+};
+
+// Registered while the comm lives.
+void registerConnected(uint64_t connId, const SharedFd& ctrl);
+void unregisterConnected(uint64_t connId);
+void registerAccepted(uint64_t connId, uint64_t peerToken, const SharedFd& ctrl);
+void unregisterAccepted(uint64_t connId);
+
+// The socket of the connection this process connected under connId (null
+// when there is none any more).
+SharedFd connectedSocket(uint64_t connId);
+
+// Claims the reverse direction of an accepted connection from the send
+// connection's peer process that this connection may move onto; null when
+// there is none (yet). *targetId: that connection's id.
+SharedFd claimReverse(const SendIdentity& me, uint64_t* targetId);
+
+// Bumped whenever a connection is accepted: a failed claim is worth
+// repeating only after it changed.
+uint64_t acceptedGeneration();
+
+}  // namespace chorus::sock
