@@ -98,8 +98,11 @@ mpi_job() {  # link layout out
     chmod +x "$agent"
     : >"$hosts"
     for ((i = 0; i < nn; i++)); do echo "n$i slots=$per" >>"$hosts"; done
+    # routed=direct and no tree spawn: mpirun reaches every daemon itself
+    # (without them its launch across namespaces fails now and then with
+    # "ORTE does not know how to route a message to the specified daemon").
     netns_run "$PREFIX" 0 timeout 900 "${MPIRUN[@]}" --hostfile "$hosts" --mca plm_rsh_agent "$agent" \
-      --mca oob_tcp_if_include cnet0 --mca btl_tcp_if_include cnet0 --map-by node --bind-to none -np $((nn * per)) \
+      --mca plm_rsh_no_tree_spawn 1 --mca routed direct --mca oob_tcp_if_include cnet0 --mca btl_tcp_if_include cnet0 --map-by node --bind-to none -np $((nn * per)) \
       "$BIN/mpi_allreduce_bench" "${SWEEP[@]}" >"$out" 2>&1
   fi || echo "run_net_compare: openmpi $link $2 failed, see $out" >&2
 }

@@ -87,7 +87,9 @@ TEST_F(SocketDuplex, OneDirectionMovesOntoTheOthersConnection) {
   open(&b_);
   int tag = 2;
   // Inline messages and ones split over the data streams (which never move), both ways.
-  for (size_t n : {size_t(8), size_t(0), size_t(70000), size_t(3) << 20, size_t(16)}) {
+  // (20000 and 65536: inline, but past kSharedPayloadMax, so their payloads
+  // stay on the moved connection's own socket.)
+  for (size_t n : {size_t(8), size_t(0), size_t(20000), size_t(70000), size_t(65536), size_t(3) << 20, size_t(16)}) {
     ASSERT_NO_FATAL_FAILURE(message(a_, n, tag++));
     ASSERT_NO_FATAL_FAILURE(message(b_, n, tag++));
   }
@@ -111,6 +113,95 @@ TEST_F(SocketDuplex, OneDirectionMovesOntoTheOthersConnection) {
   while (res == ncclSuccess && !done && Clock::now() < deadline) res = net_->test(rreq, &done, nullptr);
   EXPECT_EQ(res, ncclRemoteError) << "the receive behind the goodbye must fail, not hang";
   ASSERT_NO_FATAL_FAILURE(message(other, 4096, 100));
+}
+
+// Without data streams every message is inline: large payloads after the
+// move take the own socket, interleaved with small ones on the shared one.
+TEST_F(SocketDuplex, LargeInlinePayloadsKeepTheirOwnSocketAfterTheMove) {
+  ScopedEnv noStreams{EnvList{{"NCCL_SOCKET_NTHREADS", "0"}}};
+  open(&a_);
+  open(&b_);
+  int tag = 1;
+  for (int round = 0; round < 3; ++round)
+    for (size_t n : {size_t(8), size_t(1) << 20, size_t(16384), size_t(16385), size_t(100)}) {
+      ASSERT_NO_FATAL_FAILURE(message(a_, n, tag++));
+      ASSERT_NO_FATAL_FAILURE(message(b_, n, tag++));
+    }
+  EXPECT_NE(a_.sendComm()->moved(), b_.sendComm()->moved());
+  // Several in flight at once on the moved direction: headers on the shared
+  // socket, some payloads on the own one, still matched in posting order.
+  const Pair& p = a_.sendComm()->moved() ? a_ : b_;
+  const size_t sizes[] = {40000, 8, 1 << 20, 16, 20000, 3};
+  std::vector<std::vector<uint8_t>> sbufs, rbufs;
+  std::vector<void*> sreq(6), rreq(6);
+  for (int i = 0; i < 6; ++i) {
+    sbufs.emplace_back(sizes[i], static_cast<uint8_t>(i + 1));
+    rbufs.emplace_back(sizes[i], 0);
+    ASSERT_EQ(net_->irecv(p.recv, rbufs[i].data(), sizes[i], 500 + i, nullptr, &rreq[i]), ncclSuccess);
+  }
+  for (int i = 0; i < 6; ++i)
+    ASSERT_EQ(net_->isend(p.send, sbufs[i].data(), sizes[i], 500 + i, nullptr, &sreq[i]), ncclSuccess);
+  int left = 12;
+  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  while (left > 0 && Clock::now() < deadline)
+    for (std::vector<void*>* reqs : {&sreq, &rreq})
+      for (void*& req : *reqs) {
+        if (req == nullptr) continue;
+        int done = 0;
+        ASSERT_EQ(net_->test(req, &done, nullptr), ncclSuccess);
+        if (done) req = nullptr, --left;
+      }
+  ASSERT_EQ(left, 0) << "messages in flight did not all arrive";
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(rbufs[i], sbufs[i]) << "message " << i;
+}
+
+// The move's first messages posted at once, a large one first: the
+// receiver's read of the MOVED header may take the start of a payload that
+// keeps to the own stream along with it.
+TEST_F(SocketDuplex, PayloadsRightBehindTheMoveArrive) {
+  ScopedEnv noStreams{EnvList{{"NCCL_SOCKET_NTHREADS", "0"}}};
+  open(&a_);
+  open(&b_);
+  for (const Pair* p : {&a_, &b_}) {
+    const size_t sizes[] = {1 << 20, 8, 300000, 16};
+    std::vector<std::vector<uint8_t>> sbufs, rbufs;
+    std::vector<void*> sreq(4), rreq(4);
+    for (int i = 0; i < 4; ++i) {
+      sbufs.emplace_back(sizes[i], static_cast<uint8_t>(i + 7));
+      rbufs.emplace_back(sizes[i], 0);
+    }
+    for (int i = 0; i < 4; ++i)
+      ASSERT_EQ(net_->isend(p->send, sbufs[i].data(), sizes[i], 700 + i, nullptr, &sreq[i]), ncclSuccess);
+    // Let the sends reach the socket before any receive is posted.
+    for (int spin = 0; spin < 100; ++spin)
+      for (void*& req : sreq) {
+        int done = 0;
+        if (req != nullptr) {
+          ASSERT_EQ(net_->test(req, &done, nullptr), ncclSuccess);
+          if (done) req = nullptr;
+        }
+      }
+    for (int i = 0; i < 4; ++i)
+      ASSERT_EQ(net_->irecv(p->recv, rbufs[i].data(), sizes[i], 700 + i, nullptr, &rreq[i]), ncclSuccess);
+    int left = 8;
+    const auto deadline = Clock::now() + std::chrono::seconds(10);
+    while (left > 0 && Clock::now() < deadline) {
+      left = 0;
+      for (std::vector<void*>* reqs : {&sreq, &rreq})
+        for (void*& req : *reqs) {
+          if (req == nullptr) continue;
+          int done = 0;
+          ASSERT_EQ(net_->test(req, &done, nullptr), ncclSuccess);
+          if (done)
+            req = nullptr;
+          else
+            ++left;
+        }
+    }
+    ASSERT_EQ(left, 0) << "messages right behind the move did not arrive";
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(rbufs[i], sbufs[i]) << "message " << i;
+  }
+  EXPECT_NE(a_.sendComm()->moved(), b_.sendComm()->moved());
 }
 
 TEST_F(SocketDuplex, KnobKeepsOneConnectionPerDirection) {

@@ -164,20 +164,23 @@ void SocketComm::dispatchParts(Request& r) {
 
 bool SocketComm::stepSend(Request& r) {
   const bool isInline = (r.header.flags & kHeaderInline) != 0;
+  if (r.ctrlDone == 0 && isInline && moved() && r.size > kSharedPayloadMax) r.header.flags |= kHeaderPayloadOwn;
+  const bool payloadOwn = (r.header.flags & kHeaderPayloadOwn) != 0;
   const size_t total = sizeof(MessageHeader) + (isInline ? r.size : 0);
   while (r.ctrlDone < total) {
+    const bool inHeader = r.ctrlDone < sizeof(MessageHeader);
     iovec iov[2];
     int n = 0;
-    if (r.ctrlDone < sizeof(MessageHeader))
-      iov[n++] = {reinterpret_cast<char*>(&r.header) + r.ctrlDone, sizeof(MessageHeader) - r.ctrlDone};
-    if (isInline && r.size > 0) {
+    if (inHeader) iov[n++] = {reinterpret_cast<char*>(&r.header) + r.ctrlDone, sizeof(MessageHeader) - r.ctrlDone};
+    if (isInline && r.size > 0 && !(payloadOwn && inHeader)) {
       const size_t payloadDone = r.ctrlDone > sizeof(MessageHeader) ? r.ctrlDone - sizeof(MessageHeader) : 0;
       iov[n++] = {r.data + payloadDone, r.size - payloadDone};
     }
     msghdr msg{};
     msg.msg_iov = iov;
     msg.msg_iovlen = static_cast<size_t>(n);
-    ssize_t w = sendmsg(ctrl_->get(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    const int fd = payloadOwn && !inHeader ? ownCtrl_->get() : ctrl_->get();
+    ssize_t w = sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (w > 0) {
       r.ctrlDone += static_cast<size_t>(w);
       continue;
@@ -193,14 +196,17 @@ bool SocketComm::stepSend(Request& r) {
 
 // Receive side: a MOVED header. The rest of the connection's messages come on
 // the socket this process connected under the header's id.
+// Bytes the stage holds past the header came from the own stream after the
+// move: the start of payloads that keep to it (kHeaderPayloadOwn).
 bool SocketComm::followMove(Request& r) {
   SharedFd target = connectedSocket(r.header.size);
-  if (!target || stageTail_ != stageHead_) {
-    setError("socket: connection from " + remote_ + " moved onto " +
-                 (target ? "another connection with bytes still behind the move" : "a connection this process lacks"),
-             false);
+  if (!target) {
+    setError("socket: connection from " + remote_ + " moved onto a connection this process lacks", false);
     return false;
   }
+  ownAhead_.assign(stage_.get() + stageHead_, stage_.get() + stageTail_);
+  ownAheadHead_ = 0;
+  stageHead_ = stageTail_ = 0;
   ctrl_ = std::move(target);
   r.ctrlDone = 0;
   r.header = MessageHeader{};
@@ -260,7 +266,8 @@ bool SocketComm::stepRecv(Request& r) {
       dst = r.data + payloadDone;
       want = r.size - payloadDone;
     }
-    ssize_t got = readControl(dst, want);
+    const bool payloadOwn = (r.header.flags & kHeaderPayloadOwn) != 0;
+    ssize_t got = payloadOwn ? readOwn(dst, want) : readControl(dst, want);
     if (got > 0) {
       r.ctrlDone += static_cast<size_t>(got);
       continue;
@@ -302,11 +309,25 @@ ssize_t SocketComm::readControl(char* dst, size_t want) {
   return static_cast<ssize_t>(n);
 }
 
+// Up to `want` bytes of a payload on the own stream after a move: what the
+// stage read ahead of the move first, then the socket.
+ssize_t SocketComm::readOwn(char* dst, size_t want) {
+  if (ownAheadHead_ < ownAhead_.size()) {
+    const size_t n = std::min(want, ownAhead_.size() - ownAheadHead_);
+    std::memcpy(dst, ownAhead_.data() + ownAheadHead_, n);
+    ownAheadHead_ += n;
+    return static_cast<ssize_t>(n);
+  }
+  return recv(ownCtrl_->get(), dst, want, MSG_DONTWAIT);
+}
+
 void SocketComm::pollFd(int* fd, short* events) const {
   *fd = -1;
   *events = 0;
   if (failed() || ctrlQueue_.empty()) return;
-  *fd = ctrl_->get();
+  const Request& r = *ctrlQueue_.front();
+  const bool onOwn = (r.header.flags & kHeaderPayloadOwn) != 0 && r.ctrlDone >= sizeof(MessageHeader);
+  *fd = onOwn ? ownCtrl_->get() : ctrl_->get();
   *events = send_ ? POLLOUT : POLLIN;
 }
 

@@ -129,6 +129,7 @@ class SocketComm {
   bool stepRecv(Request& r);
   bool acceptHeader(Request& r);
   ssize_t readControl(char* dst, size_t want);
+  ssize_t readOwn(char* dst, size_t want);
   void dispatchParts(Request& r);
   void streamError(const char* what, int err);
   void tryMove();
@@ -161,6 +162,10 @@ class SocketComm {
   // the receive behind it and a receive posted for a freed slot would
   // otherwise cost a system call each while the peer has sent nothing new.
   bool foundDrained_ = false;
+  // Receive side, after a move: own-stream bytes the stage had read past the
+  // MOVED header (payloads that keep to the own stream), consumed first.
+  std::vector<char> ownAhead_;
+  size_t ownAheadHead_ = 0;
   uint64_t controlRecvs_ = 0;
   std::atomic<int> errorState_{0};  // 0 healthy, 1 failed, 2 closed by the peer
   std::mutex errorMu_;

@@ -21,6 +21,7 @@
 // one moved direction; sockets are shared (the last owner closes them).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 
@@ -31,6 +32,13 @@ namespace chorus::sock {
 using SharedFd = std::shared_ptr<ForkClosedFd>;
 
 inline constexpr uint32_t kHeaderMoved = 4;  // MessageHeader flag; size: the connection id moved onto
+// After a move, an inline payload larger than kSharedPayloadMax follows its
+// header on the connection's own control stream instead of the shared one
+// (MessageHeader flag kHeaderPayloadOwn): a bulk transfer one way on the
+// socket the peer is sending on makes each side's sends wait on the socket
+// its receives hold, where small messages gain from sharing it.
+inline constexpr uint32_t kHeaderPayloadOwn = 8;
+inline constexpr size_t kSharedPayloadMax = 16384;
 
 // A send connection's identity for the registry.
 struct SendIdentity {
