@@ -242,8 +242,7 @@ CHORUS_HD CHORUS_INLINE void hostSumBlock(OwnerBlock<T>& b, const Fn& fn) {
 // this host's contributions combined in rank order in the compute type, and
 // written unrounded at `out` for the next host, so the last host's owner
 // (ownerBlock) finishes exactly the combination a single owner would have
-// made. No division and no output; the same in every format's terms, since
-// deterministic mode is the native format.
+// made. No division and no output; native format only (deterministic mode).
 template <typename T, typename Fn>
 CHORUS_HD CHORUS_INLINE void chainBlock(OwnerBlock<T>& b, const Fn& fn) {
   using C = ComputeOf<T>;

@@ -195,9 +195,9 @@ bool SocketComm::stepSend(Request& r) {
 }
 
 // Receive side: a MOVED header. The rest of the connection's messages come on
-// the socket this process connected under the header's id.
-// Bytes the stage holds past the header came from the own stream after the
-// move: the start of payloads that keep to it (kHeaderPayloadOwn).
+// the socket this process connected under the header's id; bytes the stage
+// holds past the header came from the own stream after the move, the start
+// of payloads that keep to it (kHeaderPayloadOwn).
 bool SocketComm::followMove(Request& r) {
   SharedFd target = connectedSocket(r.header.size);
   if (!target) {
