@@ -204,6 +204,30 @@ TEST_F(SocketDuplex, PayloadsRightBehindTheMoveArrive) {
   EXPECT_NE(a_.sendComm()->moved(), b_.sendComm()->moved());
 }
 
+// A direction may move onto a connection whose sender has just closed (the
+// goodbye still on its way): the closed sender's socket is kept for the
+// receiver that follows the move. Connection ids are random and the smaller
+// side moves, so new connections are tried until one moves.
+TEST_F(SocketDuplex, MoveOntoAConnectionWhoseSenderClosed) {
+  open(&a_);
+  ASSERT_NO_FATAL_FAILURE(message(a_, 100, 1));
+  net_->closeSend(a_.send);
+  a_.send = nullptr;
+  bool movedOnce = false;
+  for (int attempt = 0; attempt < 40 && !movedOnce; ++attempt) {
+    open(&b_);
+    ASSERT_NO_FATAL_FAILURE(message(b_, 8, 2));
+    ASSERT_NO_FATAL_FAILURE(message(b_, 5000, 3));
+    movedOnce = b_.sendComm()->moved();
+    EXPECT_EQ(b_.recvComm()->moved(), movedOnce);
+    net_->closeSend(b_.send);
+    net_->closeRecv(b_.recv);
+    net_->closeListen(b_.listen);
+    b_ = Pair{};
+  }
+  EXPECT_TRUE(movedOnce) << "no connection moved onto the one whose sender closed";
+}
+
 TEST_F(SocketDuplex, KnobKeepsOneConnectionPerDirection) {
   ScopedEnv off{EnvList{{"CHORUS_SOCKET_DUPLEX", "0"}}};
   open(&a_);

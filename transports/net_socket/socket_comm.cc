@@ -17,11 +17,11 @@
 
 namespace chorus::sock {
 
-SocketComm::SocketComm(bool send, ForkClosedFd ctrl, std::vector<ForkClosedFd> data, uint32_t nthreads, uint32_t nsocks,
+SocketComm::SocketComm(bool send, SharedFd ctrl, std::vector<ForkClosedFd> data, uint32_t nthreads, uint32_t nsocks,
                        std::string remote, ConnIdentity identity)
     : send_(send),
       identity_(identity),
-      ownCtrl_(std::make_shared<ForkClosedFd>(std::move(ctrl))),
+      ownCtrl_(std::move(ctrl)),
       ctrl_(ownCtrl_),
       data_(std::move(data)),
       remote_(std::move(remote)) {
@@ -29,19 +29,21 @@ SocketComm::SocketComm(bool send, ForkClosedFd ctrl, std::vector<ForkClosedFd> d
   inlineBytes_ = inlineBytes < 0 ? 0 : static_cast<size_t>(inlineBytes);
   if (!data_.empty()) helpers_ = std::make_unique<StreamHelpers>(this, send, nthreads, nsocks);
   if (!send_) stage_ = std::make_unique<char[]>(kStageBytes);
-  if (send_) {
-    registerConnected(identity_.connId, ownCtrl_);
-    mayMove_ = params::socketShareConnections() != 0;
-  } else {
+  if (send_)
+    mayMove_ = params::socketShareConnections() != 0;  // connectTo registered the socket
+  else
     registerAccepted(identity_.connId, identity_.peerToken, ownCtrl_);
-  }
 }
 
 SocketComm::~SocketComm() {
-  if (send_)
-    unregisterConnected(identity_.connId);
-  else
+  if (send_) {
+    // The socket may outlive this comm (retired, socket_pairing.h): end this
+    // direction now, so a receiver still in a message sees the stream end.
+    if (ownCtrl_->valid()) shutdown(ownCtrl_->get(), SHUT_WR);
+    retireConnected(identity_.connId, ownCtrl_);
+  } else {
     unregisterAccepted(identity_.connId);
+  }
   // Wake helpers blocked in poll() at once, then join them before the
   // requests their parts point into go away.
   for (ForkClosedFd& fd : data_) shutdown(fd.get(), SHUT_RDWR);

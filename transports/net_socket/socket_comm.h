@@ -96,7 +96,8 @@ struct ConnIdentity {
 
 class SocketComm {
  public:
-  SocketComm(bool send, ForkClosedFd ctrl, std::vector<ForkClosedFd> data, uint32_t nthreads, uint32_t nsocks,
+  // A send side's control socket is registered by connectTo (socket_pairing.h).
+  SocketComm(bool send, SharedFd ctrl, std::vector<ForkClosedFd> data, uint32_t nthreads, uint32_t nsocks,
              std::string remote, ConnIdentity identity);
   ~SocketComm();
   SocketComm(const SocketComm&) = delete;

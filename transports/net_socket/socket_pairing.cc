@@ -1,6 +1,10 @@
 #include "transports/net_socket/socket_pairing.h"
 
+#include <poll.h>
+#include <sys/socket.h>
+
 #include <atomic>
+#include <cerrno>
 #include <map>
 #include <mutex>
 #include <utility>
@@ -16,12 +20,41 @@ struct Accepted {
   bool claimed = false;
 };
 
+// A connection this process connected: the live comm's socket, or once the
+// comm is closed the socket itself, kept until the peer closes its end (the
+// peer may have moved a direction onto it just before it saw the close, and
+// the receiver of that direction must still find it).
+struct Connected {
+  std::weak_ptr<ForkClosedFd> live;
+  SharedFd retired;
+};
+
 struct Registry {
   std::mutex mu;
-  std::map<uint64_t, std::weak_ptr<ForkClosedFd>> connected;  // by connection id
-  std::map<uint64_t, Accepted> accepted;                      // by connection id
+  std::map<uint64_t, Connected> connected;  // by connection id
+  std::map<uint64_t, Accepted> accepted;    // by connection id
   std::atomic<uint64_t> generation{0};
 };
+
+// Whether the peer closed its end of a retired socket (end of stream or an
+// error); bytes waiting (a moved direction nobody followed yet) keep it.
+bool peerClosed(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  if (poll(&p, 1, 0) <= 0) return false;
+  char byte = 0;
+  const ssize_t n = recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
+// Drops retired sockets whose peer has closed its end. Under r.mu.
+void sweepRetired(Registry& r) {
+  for (auto it = r.connected.begin(); it != r.connected.end();) {
+    if (it->second.retired && peerClosed(it->second.retired->get()))
+      it = r.connected.erase(it);
+    else
+      ++it;
+  }
+}
 
 Registry& registry() {
   static Registry* r = new Registry;  // never destroyed: comms may close during exit
@@ -33,10 +66,22 @@ Registry& registry() {
 void registerConnected(uint64_t connId, const SharedFd& ctrl) {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
-  r.connected[connId] = ctrl;
+  sweepRetired(r);
+  r.connected[connId] = Connected{ctrl, nullptr};
 }
 
-void unregisterConnected(uint64_t connId) {
+void retireConnected(uint64_t connId, const SharedFd& ctrl) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  auto it = r.connected.find(connId);
+  if (it == r.connected.end()) return;
+  if (ctrl && ctrl->valid() && !peerClosed(ctrl->get()))
+    it->second = Connected{{}, ctrl};
+  else
+    r.connected.erase(it);
+}
+
+void forgetConnected(uint64_t connId) {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
   r.connected.erase(connId);
@@ -61,7 +106,11 @@ SharedFd connectedSocket(uint64_t connId) {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
   auto it = r.connected.find(connId);
-  return it == r.connected.end() ? nullptr : it->second.lock();
+  if (it == r.connected.end()) return nullptr;
+  if (!it->second.retired) return it->second.live.lock();
+  SharedFd fd = std::move(it->second.retired);  // the follower keeps it from now on
+  r.connected.erase(it);
+  return fd;
 }
 
 SharedFd claimReverse(const SendIdentity& me, uint64_t* targetId) {

@@ -46,9 +46,13 @@ struct SendIdentity {
   uint64_t peerToken = 0;  // the listener's process token (from its handle)
 };
 
-// Registered while the comm lives.
+// A connected socket is registered before its hello leaves (so the peer
+// cannot accept it and move onto it before this process knows it). When its
+// comm closes it is retired: kept, while the peer has not closed its end,
+// for a receiver told to move onto it; forgotten when setup fails.
 void registerConnected(uint64_t connId, const SharedFd& ctrl);
-void unregisterConnected(uint64_t connId);
+void retireConnected(uint64_t connId, const SharedFd& ctrl);
+void forgetConnected(uint64_t connId);
 void registerAccepted(uint64_t connId, uint64_t peerToken, const SharedFd& ctrl);
 void unregisterAccepted(uint64_t connId);
 

@@ -255,18 +255,19 @@ ncclResult_t connectTo(int dev, const void* handle, void** sendComm) {
   const uint32_t ndata = nthreads == 0 ? 0 : nthreads * nsocks;
   const uint64_t connId = random64();
   const auto deadline = deadlineAfterMs(kNetSetupBoundMs);
-  ForkClosedFd ctrl;
+  auto ctrl = std::make_shared<ForkClosedFd>();
   std::vector<ForkClosedFd> data(ndata);
   for (uint32_t s = 0; s <= ndata; ++s) {
-    ForkClosedFd& fd = s == 0 ? ctrl : data[s - 1];
+    ForkClosedFd& fd = s == 0 ? *ctrl : data[s - 1];
     int err = connectBounded(addr, deadline, &fd);
-    if (err != 0)
-      return fail(ncclRemoteError, "socket: cannot connect to %s (device %d, stream %u): %s", addr.str().c_str(), dev,
-                  s, strerror(err));
+    if (err == 0 && s == 0) registerConnected(connId, ctrl);  // before the peer can accept it (socket_pairing.h)
     StreamHello hello{kHelloMagic, s, nthreads, nsocks, nonce, connId, processToken()};
-    err = writeAll(fd.get(), reinterpret_cast<const uint8_t*>(&hello), sizeof(hello), deadline);
-    if (err != 0)
-      return fail(ncclRemoteError, "socket: cannot open stream %u to %s: %s", s, addr.str().c_str(), strerror(err));
+    if (err == 0) err = writeAll(fd.get(), reinterpret_cast<const uint8_t*>(&hello), sizeof(hello), deadline);
+    if (err != 0) {
+      forgetConnected(connId);
+      return fail(ncclRemoteError, "socket: cannot %s stream %u to %s (device %d): %s", fd.valid() ? "open" : "connect",
+                  s, addr.str().c_str(), dev, strerror(err));
+    }
   }
   CHORUS_TRACE(kLogNet, "socket: connected to %s with %u data streams (%u threads x %u)", addr.str().c_str(), ndata,
                nthreads, nsocks);
@@ -290,8 +291,8 @@ ncclResult_t acceptFrom(void* listenComm, void** recvComm) {
   }
   if (!lc.ctrl.valid() || lc.dataIn != lc.data.size()) return ncclSuccess;
   lc.handedOut = true;
-  *recvComm = new SocketComm(false, std::move(lc.ctrl), std::move(lc.data), lc.nthreads, lc.nsocks, lc.peer.str(),
-                             {lc.connId, lc.peerToken});
+  *recvComm = new SocketComm(false, std::make_shared<ForkClosedFd>(std::move(lc.ctrl)), std::move(lc.data), lc.nthreads,
+                             lc.nsocks, lc.peer.str(), {lc.connId, lc.peerToken});
   return ncclSuccess;
 }
 
