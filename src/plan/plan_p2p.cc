@@ -29,7 +29,8 @@ ncclResult_t addRecv(PlanBuilder& b, const Task& t, int peer, char* dst, size_t 
 
 void addLocalCopy(PlanBuilder& b, const Task& t, const char* src, char* dst, size_t count) {
   if (count == 0 || src == dst) return;
-  b.lane(ConnClass::P2P, Proto::Simple, 0, b.rank(), false).segments.push_back(b.local(t, src, dst, count, false, false));
+  b.lane(ConnClass::P2P, Proto::Simple, 0, b.rank(), false)
+      .segments.push_back(b.local(t, src, dst, count, false, false));
 }
 
 }  // namespace

@@ -45,9 +45,9 @@ ncclResult_t ringChannel(PlanBuilder& b, Proto proto, int ch, Segment* s) {
 ncclResult_t ringRounds(PlanBuilder& b, const Task& t, const TuneDecision& d) {
   const size_t esz = typeSize(t.dtype);
   const bool allReduce = t.type == CollType::AllReduce;
-  const SegmentKind kind = allReduce                             ? SegmentKind::RingAllReduce
+  const SegmentKind kind = allReduce                       ? SegmentKind::RingAllReduce
                            : t.type == CollType::AllGather ? SegmentKind::RingGather
-                                                                 : SegmentKind::RingScatter;
+                                                           : SegmentKind::RingScatter;
   const size_t chunk = ringChunkElems(b, d.proto, esz);
   for (int ch = 0; ch < d.nchannels; ++ch) {
     const sched::Range range = sched::splitAligned(t.count, d.nchannels, ch, alignElems(esz));
@@ -88,8 +88,7 @@ ncclResult_t ringChain(PlanBuilder& b, const Task& t, const TuneDecision& d) {
     Segment s = b.segment(t, SegmentKind::Single);
     if (shape.recvs)
       CHORUS_CHECK(b.recvFrom(ConnClass::Ring, d.proto, ch, ring.at(sched::ringPrev(pos, n)), &s.conn[0]));
-    if (shape.sends)
-      CHORUS_CHECK(b.sendTo(ConnClass::Ring, d.proto, ch, ring.at(sched::ringNext(pos, n)), &s.conn[2]));
+    if (shape.sends) CHORUS_CHECK(b.sendTo(ConnClass::Ring, d.proto, ch, ring.at(sched::ringNext(pos, n)), &s.conn[2]));
     const bool inPlace = action == RingAction::CopySend && t.sendbuff == t.recvbuff;
     s.begin = range.begin;
     s.count = range.count;
@@ -107,10 +106,13 @@ ncclResult_t expandRing(PlanBuilder& b, const Task& t, const TuneDecision& d) {
   switch (t.type) {
     case CollType::AllReduce:
     case CollType::AllGather:
-    case CollType::ReduceScatter: return ringRounds(b, t, d);
+    case CollType::ReduceScatter:
+      return ringRounds(b, t, d);
     case CollType::Broadcast:
-    case CollType::Reduce: return ringChain(b, t, d);
-    default: return fail(ncclInternalError, "ring schedule requested for %s", collName(t.type));
+    case CollType::Reduce:
+      return ringChain(b, t, d);
+    default:
+      return fail(ncclInternalError, "ring schedule requested for %s", collName(t.type));
   }
 }
 

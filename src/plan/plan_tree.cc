@@ -26,7 +26,8 @@ ncclResult_t treeHalf(PlanBuilder& b, const Task& t, const TuneDecision& d, int 
   // Reduce-up: children's pieces and the local input, to the parent.
   sched::Segment up = b.local(t, t.sendbuff, nullptr, range.count, true, false);
   up.begin = range.begin;
-  for (int i = 0; i < L.nChildren; ++i) CHORUS_CHECK(b.recvFrom(ConnClass::TreeUp, d.proto, chId, L.children[i], &up.conn[i]));
+  for (int i = 0; i < L.nChildren; ++i)
+    CHORUS_CHECK(b.recvFrom(ConnClass::TreeUp, d.proto, chId, L.children[i], &up.conn[i]));
 
   if (L.parent < 0) {  // root: reduce, keep, send down
     up.dst = t.recvbuff;

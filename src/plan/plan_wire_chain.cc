@@ -37,7 +37,6 @@
 #include <vector>
 
 #include "core/result.h"
-#include "graph/links.h"
 #include "plan/plan_builder.h"
 #include "plan/wire_chain_routes.h"
 #include "plan/wire_geometry.h"
@@ -212,12 +211,10 @@ bool consecutiveHosts(const graph::CommGraph& g) {
 }  // namespace
 
 bool wireChainAcrossHosts(const PlanBuilder& b, const Task& t) {
-  const graph::CommGraph* g = b.graph();
-  if (!b.config().wireHosts || g == nullptr || !graph::hierSupported(*g)) return false;
+  if (!wireplan::acrossHostsForm(b)) return false;
   if (t.type != CollType::AllReduce || !t.wire.deterministic || wireFormat(t) != wire::Format::Native) return false;
-  if (g->nranks != b.nranks() || g->ranksPerHost < 2 || g->nhosts < 2 || g->nranks != g->ranksPerHost * g->nhosts)
-    return false;
-  return consecutiveHosts(*g);
+  const graph::CommGraph& g = *b.graph();
+  return g.nranks == g.ranksPerHost * g.nhosts && consecutiveHosts(g);
 }
 
 ncclResult_t expandWireChain(PlanBuilder& b, const Task& t) {
@@ -237,8 +234,7 @@ ncclResult_t expandWireChain(PlanBuilder& b, const Task& t) {
   const std::vector<wirechain::Share> mix = wirechain::chooseRoutes(
       c.H, c.G, wirechain::ElemBytes{valueBytes, partialBytes, static_cast<uint32_t>(typeSize(t.dtype))});
   for (int p = 0; p < c.G; ++p) {
-    const sched::Range r = sched::splitAligned(t.count, c.G, p, wire::kWireBlockElems);
-    const sched::Range shard{r.begin, r.count};
+    const sched::Range shard = sched::splitAligned(t.count, c.G, p, wire::kWireBlockElems);
     int first = 0;
     for (size_t k = 0; k < mix.size(); ++k) {
       const ShareOf sh{mix[k].route, p, shareRange(shard, first, mix[k].twelfths),

@@ -179,11 +179,9 @@ ncclResult_t own(const Ctx& c, bool gathers) {
 }  // namespace
 
 bool wireAcrossHosts(const PlanBuilder& b, const Task& t) {
-  const graph::CommGraph* g = b.graph();
-  if (!b.config().wireHosts || g == nullptr || !graph::hierSupported(*g)) return false;
+  if (!wireplan::acrossHostsForm(b) || b.graph()->nhosts > wireplan::kMaxHosts) return false;
   if (t.type != CollType::AllReduce && t.type != CollType::ReduceScatter) return false;
-  if (wireFormat(t) == wire::Format::Native || t.wire.deterministic) return false;
-  return g->nranks == b.nranks() && g->ranksPerHost > 1 && g->nhosts > 1 && g->nhosts <= wireplan::kMaxHosts;
+  return wireFormat(t) != wire::Format::Native && !t.wire.deterministic;
 }
 
 ncclResult_t expandWireHosts(PlanBuilder& b, const Task& t) {

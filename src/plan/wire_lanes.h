@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "graph/links.h"
 #include "plan/plan_builder.h"
 #include "plan/wire_geometry.h"
 
@@ -43,6 +44,15 @@ inline std::vector<int32_t> ownerTable(int n) {
   std::vector<int32_t> table(3 * static_cast<size_t>(n), sched::kNoConn);
   std::fill(table.begin() + 2 * n, table.end(), 0);
   return table;
+}
+
+// Whether the graph lets a direct reduction take a form across hosts
+// (two-level, chain): CHORUS_WIRE_HOSTS on, hosts of the same number G > 1
+// of ranks, more than one host, and the graph describing this communicator.
+inline bool acrossHostsForm(const PlanBuilder& b) {
+  const graph::CommGraph* g = b.graph();
+  return b.config().wireHosts && g != nullptr && graph::hierSupported(*g) && g->nranks == b.nranks() &&
+         g->ranksPerHost > 1 && g->nhosts > 1;
 }
 
 // The lane of one segment (each wire segment has its own, so they progress

@@ -30,7 +30,7 @@ SocketComm::SocketComm(bool send, SharedFd ctrl, std::vector<ForkClosedFd> data,
   if (!data_.empty()) helpers_ = std::make_unique<StreamHelpers>(this, send, nthreads, nsocks);
   if (!send_) stage_ = std::make_unique<char[]>(kStageBytes);
   if (send_)
-    mayMove_ = params::socketShareConnections() != 0;  // connectTo registered the socket
+    mayMove_ = params::socketShareConnections() != 0 && mayEverMove(identity_);  // connectTo registered the socket
   else
     registerAccepted(identity_.connId, identity_.peerToken, ownCtrl_);
 }
@@ -102,7 +102,7 @@ void SocketComm::tryMove() {
   const uint64_t generation = acceptedGeneration();
   if (generation == claimGeneration_) return;  // nothing new to claim since the last try
   uint64_t targetId = 0;
-  SharedFd target = claimReverse(SendIdentity{identity_.connId, identity_.peerToken}, &targetId);
+  SharedFd target = claimReverse(identity_, &targetId);
   if (!target) {
     claimGeneration_ = generation;
     return;

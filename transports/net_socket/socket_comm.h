@@ -87,13 +87,6 @@ class StreamHelpers {
   std::vector<std::unique_ptr<Worker>> workers_;
 };
 
-// Who a connection joins: its id (the connector's random number) and the
-// other end's process token, for socket_pairing.h.
-struct ConnIdentity {
-  uint64_t connId = 0;
-  uint64_t peerToken = 0;
-};
-
 class SocketComm {
  public:
   // A send side's control socket is registered by connectTo (socket_pairing.h).

@@ -113,7 +113,7 @@ SharedFd connectedSocket(uint64_t connId) {
   return fd;
 }
 
-SharedFd claimReverse(const SendIdentity& me, uint64_t* targetId) {
+SharedFd claimReverse(const ConnIdentity& me, uint64_t* targetId) {
   const uint64_t mine = processToken();
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
@@ -129,6 +129,8 @@ SharedFd claimReverse(const SendIdentity& me, uint64_t* targetId) {
   }
   return nullptr;
 }
+
+bool mayEverMove(const ConnIdentity& send) { return processToken() <= send.peerToken; }
 
 uint64_t acceptedGeneration() { return registry().generation.load(std::memory_order_acquire); }
 

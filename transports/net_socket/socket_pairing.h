@@ -40,11 +40,16 @@ inline constexpr uint32_t kHeaderMoved = 4;  // MessageHeader flag; size: the co
 inline constexpr uint32_t kHeaderPayloadOwn = 8;
 inline constexpr size_t kSharedPayloadMax = 16384;
 
-// A send connection's identity for the registry.
-struct SendIdentity {
+// Who a connection joins: its id (the connector's random number) and the
+// other end's process token (from the listener's handle or the hello).
+struct ConnIdentity {
   uint64_t connId = 0;
-  uint64_t peerToken = 0;  // the listener's process token (from its handle)
+  uint64_t peerToken = 0;
 };
+
+// Whether a send connection could ever move (the smaller side moves; equal
+// tokens: connections of one process, decided per pair by their ids).
+bool mayEverMove(const ConnIdentity& send);
 
 // A connected socket is registered before its hello leaves (so the peer
 // cannot accept it and move onto it before this process knows it). When its
@@ -63,7 +68,7 @@ SharedFd connectedSocket(uint64_t connId);
 // Claims the reverse direction of an accepted connection from the send
 // connection's peer process that this connection may move onto; null when
 // there is none (yet). *targetId: that connection's id.
-SharedFd claimReverse(const SendIdentity& me, uint64_t* targetId);
+SharedFd claimReverse(const ConnIdentity& me, uint64_t* targetId);
 
 // Bumped whenever a connection is accepted: a failed claim is worth
 // repeating only after it changed.
