@@ -23,6 +23,8 @@
 #        MIN_MPI_RATIO=0.5: before measuring, OpenMPI's 2x1 busbw at 8 MiB must reach
 #        this fraction of iperf3's bidirectional rate on each link, else the run
 #        stops (a misconfigured OpenMPI makes every ratio against it meaningless)
+#        MPI_START_S=60: an OpenMPI launch across namespaces that has printed nothing
+#        after this many seconds is stopped and tried again (at most 3 launches)
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -42,6 +44,7 @@ OUTDIR=${SUMMARIZE:-${OUTDIR:-$(mktemp -d /tmp/chorus-netcmp.XXXXXX)}}
 mkdir -p "$OUTDIR"
 PREFIX=chnc$$
 SUBNET=$((150 + $$ % 50))
+MPI_START_S=${MPI_START_S:-60}
 MPIRUN=(mpirun --oversubscribe --allow-run-as-root --mca btl tcp,self)
 # Extra mpirun arguments (e.g. MPI_EXTRA="--mca mpi_yield_when_idle 1" where the
 # "nodes" share fewer cores than they have ranks).
@@ -101,10 +104,34 @@ mpi_job() {  # link layout out
     # routed=direct and no tree spawn: mpirun reaches every daemon itself
     # (without them its launch across namespaces fails now and then with
     # "ORTE does not know how to route a message to the specified daemon").
-    netns_run "$PREFIX" 0 timeout 900 "${MPIRUN[@]}" --hostfile "$hosts" --mca plm_rsh_agent "$agent" \
-      --mca plm_rsh_no_tree_spawn 1 --mca routed direct --mca oob_tcp_if_include cnet0 --mca btl_tcp_if_include cnet0 --map-by node --bind-to none -np $((nn * per)) \
-      "$BIN/mpi_allreduce_bench" "${SWEEP[@]}" >"$out" 2>&1
+    local try rc
+    for try in 1 2 3; do
+      netns_run "$PREFIX" 0 timeout 900 "${MPIRUN[@]}" --hostfile "$hosts" --mca plm_rsh_agent "$agent" \
+        --mca plm_rsh_no_tree_spawn 1 --mca routed direct --mca oob_tcp_if_include cnet0 --mca btl_tcp_if_include cnet0 --map-by node --bind-to none -np $((nn * per)) \
+        "$BIN/mpi_allreduce_bench" "${SWEEP[@]}" >"$out" 2>&1 &
+      mpi_started "$!" "$out"
+      rc=$?
+      [ "$rc" = 125 ] || break
+      echo "run_net_compare: openmpi $link $2: no output within ${MPI_START_S}s (launch $try of 3)" >&2
+    done
+    [ "$rc" = 0 ]
   fi || echo "run_net_compare: openmpi $link $2 failed, see $out" >&2
+}
+
+# mpirun's launch across namespaces now and then hangs before any rank runs
+# (one orted never reports back). Waits for the job and returns its status,
+# or 125 (after stopping it) when it has written nothing in MPI_START_S.
+mpi_started() {  # pid out
+  local pid=$1 out=$2 waited=0
+  while kill -0 "$pid" 2>/dev/null; do
+    if [ ! -s "$out" ] && [ "$waited" -ge "$MPI_START_S" ]; then
+      pkill -TERM -P "$pid" 2>/dev/null; kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+      pkill -f "orted.*$OUTDIR/agent.sh" 2>/dev/null
+      return 125
+    fi
+    sleep 1; waited=$((waited + 1))
+  done
+  wait "$pid"
 }
 
 iperf_job() {  # link out: one stream one way; then one stream each way at the same time

@@ -52,25 +52,42 @@ double treeLatencyUs(const MachineModel& m, Proto p) {
   return 2.0 * (depth * m.interHopUs[pi] + (m.ranksPerHost - 1) * m.intraHopUs[pi]);
 }
 
+// Messages one of a host's NICs sends in turn when G ranks of the host cross at once.
+int messagesPerNic(const MachineModel& m, int G) { return (G + std::max(1, m.nics) - 1) / std::max(1, m.nics); }
+
 // An inter-host hop of hier: all G ranks of a host send at once through its NICs.
 double hierInterHopUs(const MachineModel& m, Proto p, int G) {
-  const int perNic = (G + std::max(1, m.nics) - 1) / std::max(1, m.nics);
-  return m.interHopUs[static_cast<int>(p)] + (perNic - 1) * m.netMessageUs;
+  return m.interHopUs[static_cast<int>(p)] + (messagesPerNic(m, G) - 1) * m.netMessageUs;
+}
+
+// Each channel beyond the first cuts every message that leaves a host into
+// one more, and each costs the host's NIC (in host mode its kernel's TCP
+// path) netMessageUs: `interMessages` is how many such messages the
+// algorithm's critical path sends through one NIC in turn with one channel.
+double extraChannelMessagesUs(const MachineModel& m, int nch, double interMessages) {
+  if (m.nhosts <= 1) return 0;
+  return (nch - 1) * interMessages * m.netMessageUs;
+}
+
+// Of a ring's `hops` hops, the share that leaves a host (H of its n links).
+double ringInterHops(const MachineModel& m, double hops) {
+  return m.nhosts > 1 ? hops * m.nhosts / std::max(1, m.nranks) : 0;
 }
 
 // Direct all-reduce: one exchange (2 ranks) or log2(n) of them (recursive
 // doubling); with G ranks per host placed in rank order the first log2(G)
 // stay inside a host, and in each later one all G ranks of a host cross.
-double directUs(const MachineModel& m, Proto p, double S, double fixed, double hop, double bw) {
+double directUs(const MachineModel& m, Proto p, double S, double fixed, double hop, double bw, int nch) {
   const int n = m.nranks;
   if (!sched::directAllReduceRanks(n)) return -1;
-  if (n == 2) return fixed + hop + 1.25 * S / bw;
+  if (n == 2) return fixed + hop + 1.25 * S / bw + extraChannelMessagesUs(m, nch, 1);
   const int rounds = static_cast<int>(std::bit_width(static_cast<unsigned>(n - 1)));  // log2 n
   const int inter =
       std::min(rounds, static_cast<int>(std::bit_width(static_cast<unsigned>(std::max(1, m.nhosts) - 1))));
   const double lat =
       (rounds - inter) * m.intraHopUs[static_cast<int>(p)] + inter * hierInterHopUs(m, p, m.ranksPerHost);
-  return fixed + lat + rounds * 1.25 * S / bw;
+  return fixed + lat + rounds * 1.25 * S / bw +
+         extraChannelMessagesUs(m, nch, inter * messagesPerNic(m, m.ranksPerHost));
 }
 
 // GB/s -> bytes per microsecond.
@@ -122,29 +139,33 @@ double estimateUs(Algo algo, Proto proto, CollType coll, size_t bytes, int nch, 
     case CollType::AllReduce:
       switch (algo) {
         case Algo::Ring:
-          return fixed + 2.0 * (n - 1) * hop + 2.0 * (n - 1) / n * S / bw;
+          return fixed + 2.0 * (n - 1) * hop + 2.0 * (n - 1) / n * S / bw +
+                 extraChannelMessagesUs(m, nch, ringInterHops(m, 2.0 * (n - 1)));
         case Algo::Tree:
-          return fixed + treeLatencyUs(m, proto) + 2.0 * S / (0.9 * bw);
+          return fixed + treeLatencyUs(m, proto) + 2.0 * S / (0.9 * bw) +
+                 extraChannelMessagesUs(m, nch, 2.0 * sched::treeDepth(m.nhosts));
         case Algo::Direct:
-          return directUs(m, proto, S, fixed, hop, bw);
+          return directUs(m, proto, S, fixed, hop, bw, nch);
         case Algo::Hier: {
           if (!m.uniformHosts) return -1;
           const int H = m.nhosts, G = std::max(1, n / H);
           const double lat = 2.0 * (G - 1) * m.intraHopUs[pi] + 2.0 * (H - 1) * hierInterHopUs(m, proto, G);
           const double intra = perUs(protoBw(m, proto, intraBw(m, nch)));
           const double inter = perUs(protoBw(m, proto, interBw(m, nch)));
-          return fixed + lat + 2.0 * (G - 1) / G * S / intra + (H > 1 ? 2.0 * (H - 1) / H * S / inter : 0);
+          return fixed + lat + 2.0 * (G - 1) / G * S / intra + (H > 1 ? 2.0 * (H - 1) / H * S / inter : 0) +
+                 extraChannelMessagesUs(m, nch, 2.0 * (H - 1) * messagesPerNic(m, G));
         }
       }
       return -1;
     case CollType::AllGather:
     case CollType::ReduceScatter:
       if (algo != Algo::Ring) return -1;
-      return fixed + (n - 1) * hop + static_cast<double>(n - 1) / n * S / bw;
+      return fixed + (n - 1) * hop + static_cast<double>(n - 1) / n * S / bw +
+             extraChannelMessagesUs(m, nch, ringInterHops(m, n - 1));
     case CollType::Broadcast:
     case CollType::Reduce:
       if (algo != Algo::Ring) return -1;
-      return fixed + (n - 1) * hop + S / bw;
+      return fixed + (n - 1) * hop + S / bw + extraChannelMessagesUs(m, nch, ringInterHops(m, n - 1));
     default:
       if (algo != Algo::Direct) return -1;
       return fixed + hop + static_cast<double>(n - 1) / n * S / bw;

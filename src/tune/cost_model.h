@@ -27,6 +27,12 @@
 //                    recursive doubling (power-of-two n > 2, host mode):
 //                    log2 n exchanges, log2 H of them inter-host (priced as
 //                    hier's), log2 n x 1.25 S / bw(ring)
+//   Across hosts every channel beyond the first cuts each message that leaves
+//   a host into one more: + (channels - 1) x netMessageUs for each message
+//   the critical path sends through one NIC in turn (ring: the hops that
+//   leave a host; tree: 2 x depth; hier and direct: their inter hops x
+//   ceil(G / NICs)). In host mode that is the kernel's TCP work, which more
+//   channels only repeat.
 //   AllGather / ReduceScatter ring  (n-1) hops, (n-1)/n * S / bw(ring)
 //   Broadcast / Reduce ring chain   (n-1) hops, S / bw(ring)
 //   point-to-point direct           1 hop, (n-1)/n * S / bw(ring)

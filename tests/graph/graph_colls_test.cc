@@ -168,7 +168,8 @@ TEST(GraphPlans, HierPlanHasThreePhases) {
   const int nranks = 8, hosts = 2, channels = 2;
   auto graph = layoutGraph(Layout::RoundRobin, nranks, hosts, channels);
   RunOptions opts;
-  opts.env = {{"NCCL_ALGO", "Hier"}, {"NCCL_PROTO", "Simple"}};
+  // Both channels, which a message this small would not get from the tuner across hosts.
+  opts.env = {{"NCCL_ALGO", "Hier"}, {"NCCL_PROTO", "Simple"}, {"NCCL_MIN_NCHANNELS", "2"}};
   runThreads(
       nranks,
       [&](RankCtx& ctx) {

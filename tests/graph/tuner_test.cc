@@ -143,6 +143,34 @@ TEST(Tuner, CrossoverMovesWithLatencyAndBandwidth) {
   EXPECT_GT(fastNic, base);  // more bandwidth: bandwidth terms shrink, latency dominates longer
 }
 
+// Host-mode ranks on 2 hosts x 2 over one 10 Gb/s NIC each (sockets): a
+// second channel only adds a TCP message to every hop that leaves a host, so
+// a 32 KiB AllReduce keeps one channel whatever the algorithm; 64 MiB
+// still spreads over several, where the intra-host copies gain from them.
+TEST(Tuner, ChannelsAcrossHostsPayForTheirMessages) {
+  SyntheticSpec spec;
+  spec.shape = SyntheticShape::Host;
+  spec.hosts = 2;
+  spec.perHost = 2;
+  spec.nics = 1;
+  spec.netBwGBs = 1.25;
+  spec.netLatencyUs = 5.0;
+  const CommGraph g = searchOk(syntheticCommTopology(spec));
+  const MachineModel m = machineModel(&g, g.nranks, true);
+  ASSERT_EQ(m.nhosts, 2);
+  const TuneResult small = tuneCollective(CollType::AllReduce, 32 << 10, m, freeConfig(2));
+  for (const TuneCandidate& c : small.candidates) EXPECT_EQ(c.nchannels, 1) << algoName(c.algo);
+  // The price is what the extra messages cost: hier with 2 channels is
+  // dearer than with 1 by 2 inter hops x 2 ranks' messages x netMessageUs,
+  // less what the second channel gains on the intra-host copies.
+  const double one = estimateUs(Algo::Hier, Proto::Simple, CollType::AllReduce, 32 << 10, 1, m);
+  const double two = estimateUs(Algo::Hier, Proto::Simple, CollType::AllReduce, 32 << 10, 2, m);
+  EXPECT_GT(two, one);
+  EXPECT_GE(two - one, 4 * m.netMessageUs - 32768.0 / (m.channelBwGBs * 1e3));
+  const TuneDecision big = decide(CollType::AllReduce, size_t(64) << 20, m, freeConfig(2));
+  EXPECT_EQ(big.nchannels, 2) << algoName(big.algo);
+}
+
 TEST(Tuner, HierIsACandidateAcrossHosts) {
   const MachineModel m = gpuCluster(8);
   TuneResult r = tuneCollective(CollType::AllReduce, 1 << 20, m, freeConfig());
