@@ -51,6 +51,7 @@ struct CommIdentity {
   int nranks = 0;
   int localRank = 0;
   int localNRanks = 1;
+  int machineNRanks = 1;  // ranks sharing this rank's CPUs (core/rank_placement.h)
   int cudaDev = -1;
   bool hostMode = true;
   uint64_t commHash = 0;  // identifies the communicator in logs

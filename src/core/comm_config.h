@@ -40,12 +40,13 @@ struct CommConfig {
 // CHORUS_STALL_WARN_S as milliseconds: 0 or negative turns reports off; at most a day.
 int64_t stallWarnMsFromSeconds(int64_t seconds);
 
-// CHORUS_SPIN_COUNT left to the library: 500 polls, or none when this
-// host's ranks outnumber its CPUs (`cpus` <= 0: unknown), where a rank that
-// spins burns the time slice the peer it waits for needs.
+// CHORUS_SPIN_COUNT left to the library: 500 polls, or none when the ranks
+// on this machine (every host that shares its kernel) outnumber its CPUs
+// (`cpus` <= 0: unknown), where a rank that spins burns the time slice the
+// peer it waits for needs.
 constexpr int64_t kDefaultSpinCount = 500;
-constexpr int64_t autoSpinCount(int localRanks, long cpus) {
-  return cpus > 0 && localRanks > cpus ? 0 : kDefaultSpinCount;
+constexpr int64_t autoSpinCount(int machineRanks, long cpus) {
+  return cpus > 0 && machineRanks > cpus ? 0 : kDefaultSpinCount;
 }
 
 // Validates `user` (may be NULL) and fills `out` from it and the environment.

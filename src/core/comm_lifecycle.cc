@@ -31,6 +31,7 @@
 #include "core/exception_guard.h"
 #include "core/host_identity.h"
 #include "core/mode.h"
+#include "core/rank_placement.h"
 #include "core/rank_status.h"
 #include "core/result.h"
 #include "core/status_report.h"
@@ -51,16 +52,18 @@ struct MemberSpec {
   int nranks = 0;
 };
 
-// With more ranks on this node than CPUs, a rank that spins waiting for a
+// With more ranks on this machine than CPUs, a rank that spins waiting for a
 // peer burns the time slice the peer needs to make progress: unless
-// CHORUS_SPIN_COUNT says otherwise, waits yield straight away instead.
+// CHORUS_SPIN_COUNT says otherwise, waits yield straight away instead. The
+// machine, not the host: "hosts" that are network namespaces or containers
+// of one kernel (NCCL_HOSTID) compete for the same cores.
 void adaptToOversubscription(ncclComm* comm) {
   if (!comm->config.spinCountAuto) return;
   const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  comm->config.spinCount = autoSpinCount(comm->id.localNRanks, cpus);
+  comm->config.spinCount = autoSpinCount(comm->id.machineNRanks, cpus);
   if (comm->config.spinCount == 0)
-    CHORUS_INFO(kLogInit, "comm %p: %d ranks on %ld CPUs: waits yield instead of spinning", (void*)comm,
-                comm->id.localNRanks, cpus);
+    CHORUS_INFO(kLogInit, "comm %p: %d ranks on this machine's %ld CPUs: waits yield instead of spinning", (void*)comm,
+                comm->id.machineNRanks, cpus);
 }
 
 ncclResult_t exchangePeers(ncclComm* comm, const WaitBound& bound) {
@@ -68,6 +71,7 @@ ncclResult_t exchangePeers(ncclComm* comm, const WaitBound& bound) {
   mine.rank = comm->id.rank;
   mine.pid = getpid();
   mine.hostHash = hostHash();
+  mine.machineHash = machineHash();
   mine.processToken = processToken();
   mine.cudaDev = comm->id.cudaDev;
   mine.hostMode = comm->id.hostMode ? 1 : 0;
@@ -87,18 +91,14 @@ ncclResult_t exchangePeers(ncclComm* comm, const WaitBound& bound) {
     peers[r] = records[r].peer;
     topoRecords[r] = records[r].topo;
   }
-  int local = 0, localRank = 0;
-  for (const PeerInfo& p : peers) {
+  for (const PeerInfo& p : peers)
     if (p.hostMode != mine.hostMode)
       return fail(ncclInvalidUsage, "rank %d runs in %s mode but rank %d in %s mode: all ranks must agree", mine.rank,
                   mine.hostMode ? "host" : "GPU", p.rank, p.hostMode ? "host" : "GPU");
-    if (p.hostHash == mine.hostHash) {
-      if (p.rank < mine.rank) ++localRank;
-      ++local;
-    }
-  }
-  comm->id.localNRanks = local;
-  comm->id.localRank = localRank;
+  const RankPlacement placement = placeRank(peers, mine);
+  comm->id.localNRanks = placement.localNRanks;
+  comm->id.localRank = placement.localRank;
+  comm->id.machineNRanks = placement.machineNRanks;
   adaptToOversubscription(comm);
   comm->conns =
       std::make_unique<ConnectionTable>(comm->id.rank, comm->bootstrap.get(), std::move(peers), comm->id.commHash,

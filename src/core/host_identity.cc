@@ -22,16 +22,32 @@ uint64_t hashBytes(const void* data, size_t bytes, uint64_t seed) {
   return h;
 }
 
+namespace {
+
+std::string hostName() {
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  return host;
+}
+
+std::string kernelBootId() {
+  std::string boot;
+  std::ifstream f("/proc/sys/kernel/random/boot_id");
+  std::getline(f, boot);
+  return boot;
+}
+
+}  // namespace
+
 uint64_t hostHash() {
   std::string id = params::hostId();
-  if (id.empty()) {
-    char host[256] = {0};
-    gethostname(host, sizeof(host) - 1);
-    std::string boot;
-    std::ifstream f("/proc/sys/kernel/random/boot_id");
-    std::getline(f, boot);
-    id = std::string(host) + "|" + boot;
-  }
+  if (id.empty()) id = hostName() + "|" + kernelBootId();
+  return hashBytes(id.data(), id.size());
+}
+
+uint64_t machineHash() {
+  std::string id = kernelBootId();
+  if (id.empty()) id = "host:" + hostName();
   return hashBytes(id.data(), id.size());
 }
 

@@ -25,6 +25,7 @@ struct PeerInfo {
   int rank = -1;
   int pid = 0;
   uint64_t hostHash = 0;
+  uint64_t machineHash = 0;   // host_identity.h: ranks with equal values share CPUs
   uint64_t processToken = 0;  // distinguishes processes with equal pid (e.g. across containers)
   int cudaDev = -1;           // in this rank's own device numbering (CUDA_VISIBLE_DEVICES may differ between processes)
   int hostMode = 1;

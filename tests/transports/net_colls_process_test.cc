@@ -4,11 +4,18 @@
 // network, so both transports serve one communicator.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <functional>
 #include <string>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include "common/coll_cases.h"
 #include "common/rank_runner.h"
+#include "core/comm.h"
+#include "core/comm_config.h"
 #include "net_test_util.h"
 
 namespace chorus::test {
@@ -62,23 +69,27 @@ INSTANTIATE_TEST_SUITE_P(AllColls, NetCollectives,
                                             ::testing::Values(Layout{2, 1}, Layout{4, 1}, Layout{4, 2})),
                          paramName);
 
-// The shm + net mix, with NCCL_SHM_DISABLE=1 on one host: same-host ranks in
-// different processes then also go through the network.
-TEST(NetTransportProcesses, SameHostWithShmDisabledUsesTheNetwork) {
+// Float sum AllReduces of `counts` on `nranks` forked ranks, `perHost` to a
+// host id, with `env`; `check` looks at each rank's communicator first.
+void runHostAllReduces(int nranks, int perHost, std::vector<std::pair<std::string, std::string>> env,
+                       std::vector<size_t> counts, const std::function<void(RankCtx&, ncclComm_t)>& check) {
   RunOptions opts;
   opts.initComms = false;
   opts.timeoutMs = 60000;
-  opts.env = {{"NCCL_SOCKET_IFNAME", "lo"}, {"NCCL_SHM_DISABLE", "1"}, {"CHORUS_TIMEOUT_MS", "15000"}};
+  opts.env = std::move(env);
+  opts.env.push_back({"NCCL_SOCKET_IFNAME", "lo"});
+  opts.env.push_back({"CHORUS_TIMEOUT_MS", "15000"});
   Selection sel;
   sel.types = {ncclFloat32};
   sel.ops = {OpKind::Sum};
-  sel.counts = {1, 100000};
+  sel.counts = std::move(counts);
   sel.inPlace = {false};
   runProcesses(
-      3,
+      nranks,
       [&](RankCtx& ctx) {
         ncclComm_t comm = nullptr;
-        if (!initOnHost(ctx, 3, &comm)) return;
+        if (!initOnHost(ctx, perHost, &comm)) return;
+        check(ctx, comm);
         ctx.comm = comm;
         runSelection(ctx, Coll::AllReduce, sel);
         ctx.comm = nullptr;
@@ -86,6 +97,26 @@ TEST(NetTransportProcesses, SameHostWithShmDisabledUsesTheNetwork) {
         RANK_OK(ctx, ncclCommDestroy(comm));
       },
       opts);
+}
+
+// The shm + net mix, with NCCL_SHM_DISABLE=1 on one host: same-host ranks in
+// different processes then also go through the network.
+TEST(NetTransportProcesses, SameHostWithShmDisabledUsesTheNetwork) {
+  runHostAllReduces(3, 3, {{"NCCL_SHM_DISABLE", "1"}}, {1, 100000}, [](RankCtx&, ncclComm_t) {});
+}
+
+// Hosts that are NCCL_HOSTIDs of one machine keep their own shm and network
+// paths, but their ranks compete for the same CPUs: the spin rule counts
+// them together (4 ranks here, over 2 "hosts"), and results stay exact.
+TEST(NetTransportProcesses, HostsOfOneMachineShareTheSpinRule) {
+  runHostAllReduces(4, 2, {{"CHORUS_SPIN_COUNT", ""}}, {1, 5000}, [](RankCtx& ctx, ncclComm_t comm) {
+    if (comm->id.localNRanks != 2 || comm->id.machineNRanks != 4)
+      ctx.fail("rank %d: %d ranks on its host and %d on its machine, want 2 and 4", ctx.rank, comm->id.localNRanks,
+               comm->id.machineNRanks);
+    const int64_t want = autoSpinCount(4, sysconf(_SC_NPROCESSORS_ONLN));
+    if (comm->config.spinCount != want)
+      ctx.fail("rank %d: spin count %lld, want %lld", ctx.rank, (long long)comm->config.spinCount, (long long)want);
+  });
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "bootstrap/store.h"
 #include "common/rank_runner.h"
 #include "core/comm_config.h"
+#include "core/rank_placement.h"
 #include "core/wait_limit.h"
 
 namespace chorus {
@@ -63,7 +64,30 @@ TEST(WaitLimit, CommConfigReadsTheKnobsThisWay) {
   }
 }
 
-// CHORUS_SPIN_COUNT unset: 500 polls, none once the host's ranks outnumber
+// Two "hosts" (NCCL_HOSTID) of one machine: the transports see two ranks
+// per host, the spin rule all four, since they share the machine's CPUs.
+TEST(RankPlacement, HostsOfOneMachineCountTogetherAndHostsStayApart) {
+  std::vector<PeerInfo> peers(6);
+  const uint64_t hosts[6] = {0xa, 0xa, 0xb, 0xb, 0xc, 0xc};
+  const uint64_t machines[6] = {0x1, 0x1, 0x1, 0x1, 0x2, 0x2};
+  for (int r = 0; r < 6; ++r) {
+    peers[r].rank = r;
+    peers[r].hostHash = hosts[r];
+    peers[r].machineHash = machines[r];
+  }
+  const RankPlacement third = placeRank(peers, peers[3]);
+  EXPECT_EQ(third.localRank, 1);
+  EXPECT_EQ(third.localNRanks, 2);
+  EXPECT_EQ(third.machineNRanks, 4);
+  const RankPlacement fifth = placeRank(peers, peers[4]);
+  EXPECT_EQ(fifth.localRank, 0);
+  EXPECT_EQ(fifth.localNRanks, 2);
+  EXPECT_EQ(fifth.machineNRanks, 2);
+  EXPECT_EQ(autoSpinCount(third.machineNRanks, 2), 0) << "4 ranks on 2 CPUs yield";
+  EXPECT_EQ(autoSpinCount(fifth.machineNRanks, 2), kDefaultSpinCount);
+}
+
+// CHORUS_SPIN_COUNT unset: 500 polls, none once the machine's ranks outnumber
 // its CPUs; a value the user set is kept whatever the placement.
 TEST(SpinCount, UnsetYieldsAtOnceWhereRanksOutnumberCpusAndSetValuesStay) {
   EXPECT_EQ(autoSpinCount(2, 2), kDefaultSpinCount);
