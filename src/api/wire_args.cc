@@ -53,9 +53,10 @@ ncclResult_t fromEnvironment(Task* t) {
   const CommConfig& cfg = t->comm->config;
   if (!t->comm->id.hostMode) return ncclSuccess;  // logged at init: the knobs are host-mode only for now
   t->wire.deterministic = cfg.deterministic;
+  if (cfg.wire == 0) return ncclSuccess;  // the common case: no compression asked for
   const bool kind = t->type == CollType::AllReduce || t->type == CollType::ReduceScatter;
-  const size_t bytes = taskBytes(*t, t->comm->id.nranks);
-  if (cfg.wire == 0 || !kind || !compressible(*t) || bytes < cfg.wireMinBytes || t->count == 0) return ncclSuccess;
+  if (!kind || !compressible(*t) || t->count == 0 || taskBytes(*t, t->comm->id.nranks) < cfg.wireMinBytes)
+    return ncclSuccess;
   t->wire.format = cfg.wire;
   if (cfg.wireFeedback) {
     const size_t n = t->type == CollType::ReduceScatter ? t->count * static_cast<size_t>(t->comm->id.nranks) : t->count;

@@ -60,6 +60,7 @@ void CommRegistry::add(ncclComm* comm) {
 void CommRegistry::remove(ncclComm* comm) {
   std::lock_guard<std::mutex> lock(mutex_);
   live_.erase(std::remove(live_.begin(), live_.end(), comm), live_.end());
+  removals_.fetch_add(1, std::memory_order_release);
 }
 
 void CommRegistry::forEach(const std::function<void(const ncclComm&)>& fn) {
@@ -67,9 +68,38 @@ void CommRegistry::forEach(const std::function<void(const ncclComm&)>& fn) {
   for (const ncclComm* c : live_) fn(*c);
 }
 
+namespace {
+
+// The communicators this thread found live while the registry's removal
+// count was `removals` (CommRegistry). Constant-initialized: no guard on the
+// way to it. (Not in the static TLS block: a library that programs such as
+// Python load with dlopen cannot count on room there.)
+struct LiveCache {
+  static constexpr unsigned kSize = 4;
+  const ncclComm* comms[kSize] = {};
+  uint64_t removals = ~uint64_t{0};
+  unsigned next = 0;
+};
+thread_local constinit LiveCache tLive;
+
+}  // namespace
+
 bool CommRegistry::contains(const ncclComm* comm) {
+  // Read before the lock: a removal after this read invalidates what the
+  // lookup below caches, on this thread's next call.
+  const uint64_t removals = removals_.load(std::memory_order_acquire);
+  LiveCache& cache = tLive;
+  if (cache.removals == removals) {
+    for (const ncclComm* known : cache.comms)
+      if (known == comm) return true;
+  } else {
+    cache = LiveCache{};
+    cache.removals = removals;
+  }
   std::lock_guard<std::mutex> lock(mutex_);
-  return std::find(live_.begin(), live_.end(), comm) != live_.end();
+  if (std::find(live_.begin(), live_.end(), comm) == live_.end()) return false;
+  cache.comms[cache.next++ % LiveCache::kSize] = comm;
+  return true;
 }
 
 ncclResult_t checkComm(const ncclComm* comm, const char* fn) {

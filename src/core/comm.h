@@ -94,7 +94,6 @@ struct ncclComm {
   std::atomic<bool> revoked{false};
   // ncclInProgress while a non-blocking init runs; the first fatal error after that.
   std::atomic<int> asyncError{ncclSuccess};
-  std::atomic<int> inflight{0};
   // Operation counters and the call in flight (stall reports, status dump).
   chorus::OpActivity activity;
   bool finalized = false;
@@ -115,7 +114,10 @@ void commSetError(ncclComm* comm, ncclResult_t code, const std::string& message)
 ncclResult_t commCheckUsable(ncclComm* comm, const char* fn);
 
 // Live communicators, so that NULL, destroyed and foreign pointers are
-// rejected with a clear error instead of a crash.
+// rejected with a clear error instead of a crash. Each thread remembers the
+// few communicators it last found live, until the next removal: a repeated
+// call on one of them takes no lock (every rank thread's every call would
+// otherwise take this one, shared by the whole process).
 class CommRegistry {
  public:
   static CommRegistry& instance();
@@ -129,6 +131,7 @@ class CommRegistry {
  private:
   std::mutex mutex_;
   std::vector<const ncclComm*> live_;
+  std::atomic<uint64_t> removals_{0};  // bumped by every remove, under mutex_
 };
 
 }  // namespace chorus

@@ -147,8 +147,7 @@ int describeOpMismatch(const OpMismatchRecord& r, char* out, size_t n) {
                   theirs);
 }
 
-uint32_t OpCounters::next(CollType coll, int peer) {
-  if (!isSendOrRecv(coll) || peer < 0) return ++coll_;
+uint32_t OpCounters::nextWith(CollType coll, int peer) {
   const auto p = static_cast<size_t>(peer);
   if (p >= send_.size()) {
     send_.resize(p + 1, 0);

@@ -95,13 +95,14 @@ const char* reduceKindName(ReduceKind k);
 class OpCounters {
  public:
   // The sequence number of the next call of `coll` (with peer `peer` for Send/Recv).
-  uint32_t next(CollType coll, int peer);
+  uint32_t next(CollType coll, int peer) { return isSendOrRecv(coll) && peer >= 0 ? nextWith(coll, peer) : ++coll_; }
   // Collectives numbered so far; receives from and sends to `peer` numbered so far.
   uint32_t collectives() const { return coll_; }
   uint32_t received(int peer) const { return peer >= 0 && static_cast<size_t>(peer) < recv_.size() ? recv_[peer] : 0; }
   uint32_t sent(int peer) const { return peer >= 0 && static_cast<size_t>(peer) < send_.size() ? send_[peer] : 0; }
 
  private:
+  uint32_t nextWith(CollType coll, int peer);  // Send/Recv
   uint32_t coll_ = 0;
   std::vector<uint32_t> send_, recv_;
 };

@@ -66,17 +66,13 @@ std::vector<std::vector<Task>> splitByComm(std::span<const Task> tasks) {
   return groups;
 }
 
-// Holds a communicator's operation lock and in-flight count while it runs;
-// the call recorded in its activity (recordCall) ends with it.
+// Holds a communicator's operation lock while it runs; the call recorded in
+// its activity (recordCall) ends with it.
 class CommGuard {
  public:
-  explicit CommGuard(ncclComm* c) : comm_(c) {
-    comm_->opMutex.lock();
-    comm_->inflight.fetch_add(1);
-  }
+  explicit CommGuard(ncclComm* c) : comm_(c) { comm_->opMutex.lock(); }
   ~CommGuard() {
     comm_->activity.end();
-    comm_->inflight.fetch_sub(1);
     comm_->opMutex.unlock();
   }
   CommGuard(const CommGuard&) = delete;

@@ -102,9 +102,12 @@ class Backoff {
     lastYieldSwitched_ = involuntarySwitches() != switchesBefore;
   }
 
-  // What this thread learned in its earlier waits (the budget outlives one call).
+  // What this thread learned in its earlier waits (the budget outlives one
+  // call). Constant-initialized, so reaching it checks no initialization
+  // guard. (Not in the static TLS block: a library that programs such as
+  // Python load with dlopen cannot count on room there.)
   static SpinBudget& learnedBudget() {
-    thread_local SpinBudget budget(std::numeric_limits<int64_t>::max());
+    static thread_local constinit SpinBudget budget(std::numeric_limits<int64_t>::max());
     return budget;
   }
 
@@ -234,17 +237,19 @@ ncclResult_t idleChecks(std::span<Plan* const> plans, Clock::time_point lastProg
 }
 
 // A plan succeeds only once its receivers took (and so checked the
-// fingerprints of) everything it sent.
-bool allSendsTaken(std::span<Plan* const> plans) {
+// fingerprints of) everything it sent, and the roots it waits for finished.
+bool planSettled(const Plan& p) { return p.finishesWithLanes || (sendsTaken(p) && rootsDone(p)); }
+
+bool allSettled(std::span<Plan* const> plans) {
   for (Plan* p : plans)
-    if (!sendsTaken(*p)) return false;
+    if (!planSettled(*p)) return false;
   return true;
 }
 
-bool allRootsDone(std::span<Plan* const> plans) {
+// A finished plan's completion marks, where its peers wait for them.
+void markDone(std::span<Plan* const> plans) {
   for (Plan* p : plans)
-    if (!rootsDone(*p)) return false;
-  return true;
+    if (!p->finishesWithLanes) markPlanDone(*p);
 }
 
 void markFailed(std::span<Plan* const> plans, ncclResult_t res) {
@@ -276,8 +281,12 @@ bool peerProcessAlive(int pid) {
 ncclResult_t runHostPlans(std::span<Plan* const> plans) {
   int64_t spins = plans.empty() ? 0 : plans[0]->comm->config.spinCount;
   Backoff backoff(spins);
-  auto lastProgress = Clock::now();
-  auto lastCheck = lastProgress;
+  // When the plans last moved, for timeouts and stall reports: read from the
+  // clock only once a wait is past spinning (a call that never waits that
+  // long never reads it), as the time of the progress before that wait; it
+  // is off by at most one spin phase.
+  Clock::time_point lastProgress{}, lastCheck{};
+  bool progressUnstamped = true;  // the start counts as progress
   StallWatch stalls;
   std::vector<IdleState> idleState;
   constexpr int kPiecesPerVisit = 16;  // fairness between lanes
@@ -298,21 +307,26 @@ ncclResult_t runHostPlans(std::span<Plan* const> plans) {
       // A finished plan says so at once: its senders may be among the plans
       // this loop drives, and a scatter's receivers mark before they wait
       // for their root, which waits for their marks.
-      if (!planPending && sendsTaken(*p)) markPlanDone(*p);
+      if (!planPending && !p->finishesWithLanes && sendsTaken(*p)) markPlanDone(*p);
     }
     if (progressed) backoff.progressed();  // also when it finished the work: that wait taught something too
-    if (!pending && allSendsTaken(plans) && allRootsDone(plans)) {
+    if (!pending && allSettled(plans)) {
       host::streamFence();
-      for (Plan* p : plans) markPlanDone(*p);
+      markDone(plans);
       return ncclSuccess;
     }
     if (progressed) {
-      lastProgress = Clock::now();
+      progressUnstamped = true;
       continue;
     }
     backoff.wait();
     if (!backoff.pastSpinning()) continue;
     const auto now = Clock::now();
+    if (progressUnstamped) {
+      if (lastCheck == Clock::time_point{}) lastCheck = now;  // the first check comes 50 ms into the first wait
+      lastProgress = now;
+      progressUnstamped = false;
+    }
     if (now - lastCheck < std::chrono::milliseconds(50)) continue;
     lastCheck = now;
     ncclResult_t res = idleChecks(plans, lastProgress, idleState, &stalls);

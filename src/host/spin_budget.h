@@ -33,7 +33,7 @@ class SpinBudget {
   static constexpr int64_t kRegrowFrom = 16;
 
   // Starts at the ceiling: spinning is assumed useful until a wait says otherwise.
-  explicit SpinBudget(int64_t ceiling) : ceiling_(ceiling), polls_(ceiling) {}
+  constexpr explicit SpinBudget(int64_t ceiling) : ceiling_(ceiling), polls_(ceiling) {}
 
   // The configured budget may differ per call (per communicator): the learned
   // one never exceeds it, and a raised ceiling is reached again by growing.

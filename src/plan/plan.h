@@ -110,6 +110,10 @@ struct Plan {
   // Set with sendsClassified: some send connector passes on whether the plan
   // waits for its receiver (FifoEnd::takenCounter, flagAwaitedSends).
   bool flagsSends = false;
+  // Set with sendsClassified: the plan is done when its lanes are (no send,
+  // root or completion mark to wait for, nothing to mark at the end), which
+  // lets the executor skip the checks above on every pass.
+  bool finishesWithLanes = false;
   std::vector<Lane> lanes;
   std::vector<ConnRef> conns;
   std::vector<int32_t> rankTable;  // ring orders of RingGather/RingScatter segments (Segment::ringTable)

@@ -125,6 +125,8 @@ void classifySends(Plan& plan) {
   for (const ConnRef& c : plan.conns)
     plan.flagsSends = plan.flagsSends || (c.send != nullptr && c.send->end().takenCounter);
   plan.sendsClassified = true;
+  plan.finishesWithLanes =
+      plan.unprovenSends.empty() && plan.awaitDone.empty() && plan.awaitRootDone.empty() && !completesTogether(plan);
   flagAwaitedSends(plan);
 }
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/coll_cases.h"
@@ -166,6 +167,29 @@ TEST(FailureArgsComm, DestroyedCommIsRejected) {
       << ncclGetLastError(nullptr);
   int n = 0;
   EXPECT_EQ(ncclCommCount(comm, &n), ncclInvalidArgument);
+}
+
+// Each thread remembers the communicators it found live (CommRegistry): a
+// destroy must still reach the calls of a thread that used the handle before.
+TEST(FailureArgsComm, DestroyedCommIsRejectedAfterUse) {
+  useHostMode();
+  ncclComm_t kept = nullptr, gone = nullptr;
+  ASSERT_EQ(ncclCommInitAll(&kept, 1, nullptr), ncclSuccess) << ncclGetLastError(nullptr);
+  ASSERT_EQ(ncclCommInitAll(&gone, 1, nullptr), ncclSuccess) << ncclGetLastError(nullptr);
+  float x = 1;
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, kept, nullptr), ncclSuccess);
+    ASSERT_EQ(ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, gone, nullptr), ncclSuccess);
+  }
+  // Destroyed from another thread, which never used it: this thread still holds it as live.
+  std::thread([&] { EXPECT_EQ(ncclCommDestroy(gone), ncclSuccess); }).join();
+  EXPECT_EQ(ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, gone, nullptr), ncclInvalidArgument);
+  EXPECT_NE(std::string(ncclGetLastError(nullptr)).find("not a live communicator"), std::string::npos)
+      << ncclGetLastError(nullptr);
+  EXPECT_EQ(ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, kept, nullptr), ncclSuccess) << ncclGetLastError(nullptr);
+  EXPECT_EQ(x, 1.0f);
+  EXPECT_EQ(ncclCommDestroy(kept), ncclSuccess);
+  EXPECT_EQ(ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, kept, nullptr), ncclInvalidArgument);
 }
 
 TEST(FailureArgsComm, InitArgumentsAndConfig) {
