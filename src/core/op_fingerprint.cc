@@ -123,7 +123,30 @@ int describeOpPrint(const OpPrint& p, char* out, size_t n) {
   return snprintf(out, n, "%s(%llu x %s)", name, count, type);
 }
 
+namespace {
+
+// A cycle of waits (kWaitCycleMark): "Recv(1000 x float) from rank 0".
+int describeWait(const OpPrint& p, char* out, size_t n) {
+  char call[96];
+  describeOpPrint(p, call, sizeof(call));
+  const bool sends = static_cast<CollType>(p.coll) == CollType::Send;
+  return snprintf(out, n, "%s #%u %s rank %d", call, p.seq, sends ? "to" : "from", p.root);
+}
+
+int describeWaitCycle(const OpMismatchRecord& r, char* out, size_t n) {
+  char mine[128], theirs[128];
+  describeWait(r.mine, mine, sizeof(mine));
+  describeWait(r.theirs, theirs, sizeof(theirs));
+  return snprintf(out, n,
+                  "deadlock: rank %d called %s, rank %d called %s, and every rank of the cycle waits for the next "
+                  "(a send and a receive that must run together belong in one ncclGroupStart/ncclGroupEnd)",
+                  r.rank, mine, r.peer, theirs);
+}
+
+}  // namespace
+
 int describeOpMismatch(const OpMismatchRecord& r, char* out, size_t n) {
+  if (r.mine.pad == kWaitCycleMark && pairwise(r.mine) && pairwise(r.theirs)) return describeWaitCycle(r, out, n);
   char label[96], mine[96], theirs[96], theirLabel[96] = "";
   labelOf(r.mine, r.rank, r.peer, label, sizeof(label));
   describeOpPrint(r.mine, mine, sizeof(mine));

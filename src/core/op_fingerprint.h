@@ -55,6 +55,10 @@ struct OpMismatchRecord {
   int32_t rank = -1;
   int32_t peer = -1;
 };
+// In OpMismatchRecord::mine.pad: the two calls are point-to-point calls of
+// a cycle of waits (plan/setup_notes.cc, wait chains), each print's `root`
+// holding its peer; describeOpMismatch then says so.
+inline constexpr uint16_t kWaitCycleMark = 1;
 
 // The fingerprint part of a FIFO's control block (FifoControl::prints):
 // the print of every slot, and the verdict an end leaves when it found (or

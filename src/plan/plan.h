@@ -114,6 +114,10 @@ struct Plan {
   // root or completion mark to wait for, nothing to mark at the end), which
   // lets the executor skip the checks above on every pass.
   bool finishesWithLanes = false;
+  // Wait chains (plan/setup_notes.cc) this launch may still pass on: set by
+  // stampPlan, so a call that stalls in a large group cannot flood its peers.
+  static constexpr uint32_t kWaitNotesPerLaunch = 64;
+  mutable uint32_t waitNotesLeft = 0;
   std::vector<Lane> lanes;
   std::vector<ConnRef> conns;
   std::vector<int32_t> rankTable;  // ring orders of RingGather/RingScatter segments (Segment::ringTable)

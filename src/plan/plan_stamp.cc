@@ -44,6 +44,7 @@ void stampPlan(Plan& plan) {
     if (!isSendOrRecv(t.type)) collectiveSeq = std::max<uint64_t>(collectiveSeq, seq);
   }
   plan.collectiveSeq = collectiveSeq;
+  plan.waitNotesLeft = Plan::kWaitNotesPerLaunch;
   markPlanStarted(plan);
 }
 

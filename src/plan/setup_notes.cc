@@ -1,7 +1,9 @@
 #include "plan/setup_notes.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
+#include <string>
 
 #include "bootstrap/bootstrap.h"
 #include "core/comm.h"
@@ -17,12 +19,13 @@ namespace {
 
 const char* const kNoteTag = "opnote";
 constexpr uint64_t kMagic = 0x3230544f4e504fULL;  // "OPNOT02"
-constexpr uint8_t kOps = 1, kVerdict = 2, kChain = 3;
-constexpr size_t kHeader = 16;     // magic, kind, count, rank
-constexpr size_t kCounts = 16;     // an ops note's PeerCounts towards its recipient, padding
-constexpr size_t kTaskBytes = 32;  // OpPrint, peer, padding
-constexpr size_t kMaxTasks = 64;   // a note names the first tasks of a large group only
-constexpr size_t kHopBytes = 32;   // OpPrint, from, to
+constexpr uint8_t kOps = 1, kVerdict = 2, kChain = 3, kWaits = 4;
+constexpr size_t kHeader = 16;       // magic, kind, count, rank
+constexpr size_t kCounts = 16;       // an ops note's PeerCounts towards its recipient, padding
+constexpr size_t kTaskBytes = 32;    // OpPrint, peer, padding
+constexpr size_t kMaxTasks = 64;     // a note names the first tasks of a large group only
+constexpr size_t kHopBytes = 32;     // OpPrint, from, to
+constexpr size_t kMaxWaitHops = 16;  // a wait chain stops growing here
 
 bool pointToPoint(const OpPrint& p) { return isSendOrRecv(static_cast<CollType>(p.coll)); }
 
@@ -124,8 +127,8 @@ struct Hop {
   int from, to;
 };
 
-std::vector<uint8_t> chainNote(int self, const std::vector<Hop>& chain) {
-  std::vector<uint8_t> note = header(kChain, chain.size(), self, chain.size() * kHopBytes);
+std::vector<uint8_t> chainNote(int self, const std::vector<Hop>& chain, uint8_t kind = kChain) {
+  std::vector<uint8_t> note = header(kind, chain.size(), self, chain.size() * kHopBytes);
   for (size_t i = 0; i < chain.size(); ++i) {
     uint8_t* h = note.data() + kHeader + i * kHopBytes;
     std::memcpy(h, &chain[i].send, sizeof(OpPrint));
@@ -173,6 +176,106 @@ bool extendChain(const Plan& plan, const std::vector<Hop>& chain, OpMismatchReco
   return false;
 }
 
+// Wait chains: cycles of waits through point-to-point calls, in host mode
+// (a host-mode call returns only once its sends were taken and its receives
+// arrived). A hop a -> b holds a task of rank a's current call, a Send or a
+// Recv with peer b, that needs an operation b has not numbered (b's Recv or
+// Send of that number, plan/blocked_calls.h); only b can tell, from its own
+// counters, so a hop is checked where it ends. A rank that reads a peer's
+// note (sent once the peer's call idled, or at setup) whose task needs such
+// an operation of this rank starts a chain, and a rank that receives a chain
+// whose last hop holds passes it on, with a hop for each point-to-point task
+// of its own call, to that task's peer. Each hop stands as long as the next
+// one does: b cannot number the operation before its own call returns, which
+// needs the next rank's operation, and so on. A rank that checks the last hop
+// and finds itself at the start of an earlier one, in the same call, closes
+// a cycle in which no call can return: a deadlock, reported like a mismatch.
+// It finds the ring of receives-before-sends (every rank receives from the
+// previous one outside a group), which the checks between two ranks and the
+// chains of sends above cannot. A late rank is never part of one: its
+// counters include the call it is making.
+
+// Whether this rank and `peer` both run their calls in host mode.
+bool hostModePair(const Plan& plan, int peer) {
+  const ncclComm* comm = plan.comm;
+  return comm->id.hostMode && comm->conns && peer >= 0 && peer < comm->id.nranks && peer != comm->id.rank &&
+         comm->conns->peer(peer).hostMode;
+}
+
+// Whether hop `h` (ending at this rank) holds now.
+bool hopHolds(const Plan& plan, const Hop& h) {
+  return pointToPoint(h.send) &&
+         needsUnnumbered(CallTask{h.send, h.to}, h.from, h.to, countsTowards(plan.comm->opCounters, h.from));
+}
+
+// Passes `chain` (whose last hop ends at this rank and holds) on along each
+// point-to-point task of this rank's call, within the call's note budget.
+void passWaitsOn(const Plan& plan, const std::vector<Hop>& chain) {
+  const int self = plan.comm->id.rank;
+  if (chain.size() >= kMaxWaitHops) return;
+  for (const CallTask& t : planTasks(plan)) {
+    if (!pointToPoint(t.print) || !hostModePair(plan, t.peer) || plan.waitNotesLeft == 0) continue;
+    --plan.waitNotesLeft;
+    std::vector<Hop> longer = chain;
+    longer.push_back({t.print, self, t.peer});
+    post(plan, t.peer, chainNote(self, longer, kWaits));
+  }
+}
+
+// This rank's hop `h` of an earlier link of the chain, if it is still a task
+// of the current call (seq numbers of one peer and direction never repeat).
+bool stillMine(const Plan& plan, const Hop& h) {
+  for (const CallTask& t : planTasks(plan))
+    if (t.peer == h.to && t.print.coll == h.send.coll && t.print.seq == h.send.seq) return true;
+  return false;
+}
+
+// The cycle from hop `first` to the end of `chain`, for the log.
+std::string describeWaits(const std::vector<Hop>& chain, size_t first) {
+  std::string text;
+  for (size_t i = first; i < chain.size(); ++i) {
+    const Hop& h = chain[i];
+    char hop[96];
+    snprintf(hop, sizeof(hop), "%srank %d waits for rank %d (%s #%u)", text.empty() ? "" : ", ", h.from, h.to,
+             static_cast<CollType>(h.send.coll) == CollType::Send ? "Send" : "Recv", h.send.seq);
+    text += hop;
+  }
+  return text;
+}
+
+// A chain of waits arrived: closes a cycle (true with *r) or goes on.
+bool extendWaits(const Plan& plan, const std::vector<Hop>& chain, OpMismatchRecord* r) {
+  const int self = plan.comm->id.rank;
+  const Hop& in = chain.back();
+  if (in.to != self || !hostModePair(plan, in.from) || !hopHolds(plan, in)) return false;
+  for (size_t j = 0; j + 1 < chain.size(); ++j) {
+    if (chain[j].from != self) continue;
+    if (!stillMine(plan, chain[j])) return false;  // this rank's call moved on since
+    OpPrint mine = chain[j].send, theirs = in.send;
+    mine.root = chain[j].to;  // the peers of the two tasks (describeOpMismatch)
+    theirs.root = self;
+    mine.pad = kWaitCycleMark;
+    *r = OpMismatchRecord{mine, theirs, self, in.from};
+    CHORUS_WARN(kLogColl, "rank %d: deadlock in point-to-point calls: %s", self, describeWaits(chain, j).c_str());
+    return true;
+  }
+  passWaitsOn(plan, chain);
+  return false;
+}
+
+// A peer's note whose call needs an operation this rank has not numbered
+// starts a chain of waits here.
+void startWaits(const Plan& plan, int peer, const std::vector<CallTask>& theirs) {
+  const int self = plan.comm->id.rank;
+  if (!hostModePair(plan, peer)) return;
+  for (const CallTask& t : theirs) {
+    const Hop h{t.print, peer, self};
+    if (t.peer != self || !hopHolds(plan, h)) continue;
+    passWaitsOn(plan, {h});
+    return;
+  }
+}
+
 PeerCounts noteCounts(const uint8_t* at) {
   return {static_cast<uint32_t>(loadLittleEndian(at, 4)), static_cast<uint32_t>(loadLittleEndian(at + 4, 4)),
           static_cast<uint32_t>(loadLittleEndian(at + 8, 4))};
@@ -191,6 +294,7 @@ bool judgeOps(const Plan& plan, int peer, const uint8_t* body, size_t count, OpM
     }
   if (crossedSends(plan, mine, peer, theirs, r) || blockedOnEachOther(plan, mine, peer, theirs, noteCounts(body), r))
     return true;
+  startWaits(plan, peer, theirs);
   const CallTask* in = findP2p(theirs, CollType::Send, self);
   return in != nullptr && onlySends(theirs) && extendChain(plan, {Hop{in->print, peer, self}}, r);
 }
@@ -209,6 +313,11 @@ bool judge(const Plan& plan, int peer, const std::vector<uint8_t>& b, OpMismatch
     *selfFound = true;
     const std::vector<Hop> chain = noteHops(b.data() + kHeader, count);
     return chain.back().from == peer && extendChain(plan, chain, r);
+  }
+  if (b[8] == kWaits && count > 0 && b.size() == kHeader + count * kHopBytes) {
+    *selfFound = true;
+    const std::vector<Hop> chain = noteHops(b.data() + kHeader, count);
+    return chain.back().from == peer && extendWaits(plan, chain, r);
   }
   if (b[8] == kVerdict && b.size() == kHeader + sizeof(OpMismatchRecord)) {
     std::memcpy(r, b.data() + kHeader, sizeof(*r));

@@ -323,6 +323,72 @@ TEST(SetupNotes, LateRankBeforeAnAllReduceAndASendProcesses) {
   runProcesses(2, lateRankBeforeAnAllReduceAndASend, quick());
 }
 
+// Every rank receives from the previous one before it sends to the next,
+// outside a group: the classic ring deadlock. No two ranks wait on each
+// other directly (rank r waits for r - 1, which waits for r - 2, ...), so
+// only the chain of waits the ranks pass on (plan/setup_notes.cc, wait
+// chains) finds the cycle. After a warm-up ring exchange (in a group) every
+// connector exists and no slot flows; as the first call the receivers wait
+// for senders that never connect.
+Call ringReceive() {
+  return [](RankCtx& c, Buffers& b) {
+    return ncclRecv(b.recv.data(), 1000, ncclFloat32, (c.rank + c.nranks - 1) % c.nranks, c.comm, nullptr);
+  };
+}
+
+Call ringExchange() {
+  return [](RankCtx& c, Buffers& b) {
+    const int next = (c.rank + 1) % c.nranks, prev = (c.rank + c.nranks - 1) % c.nranks;
+    ncclGroupStart();
+    ncclSend(b.send.data(), 1000, ncclFloat32, next, c.comm, nullptr);
+    ncclRecv(b.recv.data(), 1000, ncclFloat32, prev, c.comm, nullptr);
+    return ncclGroupEnd();
+  };
+}
+
+TEST(OpMismatch, RingOfThreeReceivesAfterWarmUp) {
+  onThreadsAndProcesses(3, [](RankCtx& ctx) {
+    expectMismatch(ctx, ringExchange(), ringReceive(),
+                   {"deadlock: rank ", "called Recv(1000 x float) #2 from rank ", "ncclGroupStart"});
+  });
+}
+
+TEST(OpMismatch, RingOfFourReceivesAfterWarmUp) {
+  onThreadsAndProcesses(4, [](RankCtx& ctx) {
+    expectMismatch(ctx, ringExchange(), ringReceive(),
+                   {"deadlock: rank ", "called Recv(1000 x float) #2 from rank ", "ncclGroupStart"});
+  });
+}
+
+TEST(OpMismatch, FirstCallRingOfThreeReceives) {
+  onThreadsAndProcesses(3, [](RankCtx& ctx) {
+    expectMismatch(ctx, nullptr, ringReceive(), {"deadlock: rank ", "called Recv(1000 x float) #1 from rank "});
+  });
+}
+
+// The same ring, but its last rank sends before it receives, 1.5 s late:
+// a late peer, not a cycle, so every call succeeds (the waits the others
+// report meanwhile never close a cycle through it).
+void lateRankInARingOfReceives(RankCtx& ctx) {
+  const int next = (ctx.rank + 1) % ctx.nranks, prev = (ctx.rank + ctx.nranks - 1) % ctx.nranks;
+  std::vector<float> out(1000, static_cast<float>(ctx.rank + 1)), in(1000, 0.0f);
+  for (int round = 0; round < 2; ++round) {
+    if (ctx.rank == ctx.nranks - 1) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+      if (!RANK_OK(ctx, ncclSend(out.data(), out.size(), ncclFloat32, next, ctx.comm, nullptr))) return;
+      if (!RANK_OK(ctx, ncclRecv(in.data(), in.size(), ncclFloat32, prev, ctx.comm, nullptr))) return;
+    } else {
+      if (!RANK_OK(ctx, ncclRecv(in.data(), in.size(), ncclFloat32, prev, ctx.comm, nullptr))) return;
+      if (!RANK_OK(ctx, ncclSend(out.data(), out.size(), ncclFloat32, next, ctx.comm, nullptr))) return;
+    }
+    if (in[0] != static_cast<float>(prev + 1) || in[999] != static_cast<float>(prev + 1))
+      ctx.fail("rank %d: received %g from rank %d, expected %d", ctx.rank, in[0], prev, prev + 1);
+  }
+}
+
+TEST(WaitChains, LateRankInARingOfReceivesThreads) { runThreads(3, lateRankInARingOfReceives, quick()); }
+TEST(WaitChains, LateRankInARingOfReceivesProcesses) { runProcesses(4, lateRankInARingOfReceives, quick()); }
+
 // Gather and scatter (RootedMismatch: completion marks and receivers'
 // intents; over network links they travel in acks and on the mark connection).
 // Roots 0, 0, 2: two ranks each wait for the other's data and nothing flows

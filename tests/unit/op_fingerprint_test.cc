@@ -27,6 +27,13 @@ std::string text(const OpPrint& p) {
   return buf;
 }
 
+// describeOpMismatch's text for a record.
+std::string text(const OpMismatchRecord& r) {
+  char out[400];
+  describeOpMismatch(r, out, sizeof(out));
+  return out;
+}
+
 TEST(OpFingerprint, DescribesEachShape) {
   EXPECT_EQ(text(allReduce(1000)), "AllReduce(1000 x float, sum)");
   EXPECT_EQ(text(allReduce(8, ncclInt32, ReduceKind::Max)), "AllReduce(8 x int32, max)");
@@ -187,11 +194,30 @@ TEST(OpFingerprint, MismatchMessageForACycleOfSends) {
   r.theirs.root = 1;
   r.rank = 2;
   r.peer = 0;
-  char text[300];
-  describeOpMismatch(r, text, sizeof(text));
-  EXPECT_STREQ(text,
-               "send #1 from rank 2 to rank 0: rank 2 called Send(1000 x float), rank 0 called send #1 from rank 0 to "
-               "rank 1 Send(1000 x float)");
+  EXPECT_EQ(text(r),
+            "send #1 from rank 2 to rank 0: rank 2 called Send(1000 x float), rank 0 called send #1 from rank 0 to "
+            "rank 1 Send(1000 x float)");
+}
+
+// A cycle of waits through point-to-point calls (wait chains,
+// plan/setup_notes.cc): each print names its task's peer in `root`.
+TEST(OpFingerprint, MismatchMessageForACycleOfWaits) {
+  OpMismatchRecord r;
+  r.mine = makeOpPrint(CollType::Recv, 1000, ncclFloat32, ReduceKind::Sum, 0, 2);
+  r.mine.root = 0;
+  r.mine.pad = kWaitCycleMark;
+  r.theirs = makeOpPrint(CollType::Recv, 1000, ncclFloat32, ReduceKind::Sum, 0, 2);
+  r.theirs.root = 1;
+  r.rank = 1;
+  r.peer = 2;
+  EXPECT_EQ(text(r),
+            "deadlock: rank 1 called Recv(1000 x float) #2 from rank 0, rank 2 called Recv(1000 x float) #2 from "
+            "rank 1, and every rank of the cycle waits for the next (a send and a receive that must run together "
+            "belong in one ncclGroupStart/ncclGroupEnd)");
+  // The mark only changes the text of point-to-point prints.
+  r.mine = makeOpPrint(CollType::AllReduce, 1000, ncclFloat32, ReduceKind::Sum, 0, 2);
+  r.mine.pad = kWaitCycleMark;
+  EXPECT_EQ(text(r).find("deadlock"), std::string::npos) << text(r);
 }
 
 }  // namespace
