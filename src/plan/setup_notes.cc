@@ -2,54 +2,31 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstring>
 #include <string>
 
 #include "bootstrap/bootstrap.h"
 #include "core/comm.h"
-#include "core/little_endian.h"
 #include "core/log.h"
 #include "kernels/common/step_rules.h"
 #include "plan/blocked_calls.h"
 #include "plan/plan.h"
+#include "plan/setup_note_wire.h"
 #include "transport/connection_table.h"
 
 namespace chorus {
 namespace {
 
 const char* const kNoteTag = "opnote";
-constexpr uint64_t kMagic = 0x3230544f4e504fULL;  // "OPNOT02"
-constexpr uint8_t kOps = 1, kVerdict = 2, kChain = 3, kWaits = 4;
-constexpr size_t kHeader = 16;       // magic, kind, count, rank
-constexpr size_t kCounts = 16;       // an ops note's PeerCounts towards its recipient, padding
-constexpr size_t kTaskBytes = 32;    // OpPrint, peer, padding
-constexpr size_t kMaxTasks = 64;     // a note names the first tasks of a large group only
-constexpr size_t kHopBytes = 32;     // OpPrint, from, to
 constexpr size_t kMaxWaitHops = 16;  // a wait chain stops growing here
 
-bool pointToPoint(const OpPrint& p) { return isSendOrRecv(static_cast<CollType>(p.coll)); }
+using opnote::Hop;
+using opnote::NoteKind;
 
-std::vector<uint8_t> header(uint8_t kind, size_t count, int rank, size_t body) {
-  std::vector<uint8_t> b(kHeader + body, 0);
-  storeLittleEndian(b.data(), kMagic, 8);
-  b[8] = kind;
-  b[9] = static_cast<uint8_t>(count);
-  storeLittleEndian(b.data() + 12, static_cast<uint32_t>(rank), 4);
-  return b;
-}
+bool pointToPoint(const OpPrint& p) { return isSendOrRecv(static_cast<CollType>(p.coll)); }
 
 void post(const Plan& plan, int peer, std::vector<uint8_t> note) {
   if (plan.comm->bootstrap->send(peer, kNoteTag, std::move(note)) != ncclSuccess)
     CHORUS_INFO(kLogColl, "rank %d: could not send a setup note to rank %d", plan.comm->id.rank, peer);
-}
-
-std::vector<CallTask> noteTasks(const uint8_t* tasks, size_t count) {
-  std::vector<CallTask> out(count);
-  for (size_t i = 0; i < count; ++i) {
-    std::memcpy(&out[i].print, tasks + i * kTaskBytes, sizeof(OpPrint));
-    out[i].peer = static_cast<int32_t>(static_cast<uint32_t>(loadLittleEndian(tasks + i * kTaskBytes + 24, 4)));
-  }
-  return out;
 }
 
 // The first task of `tasks` of type `coll` with peer `peer`, or nullptr.
@@ -122,32 +99,6 @@ bool onlySends(const std::vector<CallTask>& tasks) {
 // return, a deadlock reported like a mismatch, naming this rank's send and
 // the send of the rank it waits for (whose target goes in `root`, which a
 // send's fingerprint does not use).
-struct Hop {
-  OpPrint send;
-  int from, to;
-};
-
-std::vector<uint8_t> chainNote(int self, const std::vector<Hop>& chain, uint8_t kind = kChain) {
-  std::vector<uint8_t> note = header(kind, chain.size(), self, chain.size() * kHopBytes);
-  for (size_t i = 0; i < chain.size(); ++i) {
-    uint8_t* h = note.data() + kHeader + i * kHopBytes;
-    std::memcpy(h, &chain[i].send, sizeof(OpPrint));
-    storeLittleEndian(h + 24, static_cast<uint32_t>(chain[i].from), 4);
-    storeLittleEndian(h + 28, static_cast<uint32_t>(chain[i].to), 4);
-  }
-  return note;
-}
-
-std::vector<Hop> noteHops(const uint8_t* hops, size_t count) {
-  std::vector<Hop> out(count);
-  for (size_t i = 0; i < count; ++i) {
-    std::memcpy(&out[i].send, hops + i * kHopBytes, sizeof(OpPrint));
-    out[i].from = static_cast<int>(loadLittleEndian(hops + i * kHopBytes + 24, 4));
-    out[i].to = static_cast<int>(loadLittleEndian(hops + i * kHopBytes + 28, 4));
-  }
-  return out;
-}
-
 // Extends `chain` (whose last edge ends at this rank) by this rank's own
 // edges: a cycle gives true with *r, else the longer chains go on.
 bool extendChain(const Plan& plan, const std::vector<Hop>& chain, OpMismatchRecord* r) {
@@ -155,7 +106,7 @@ bool extendChain(const Plan& plan, const std::vector<Hop>& chain, OpMismatchReco
   const std::vector<CallTask> mine = planTasks(plan);
   const Hop& in = chain.back();
   if (!onlySends(mine) || in.to != self || static_cast<CollType>(in.send.coll) != CollType::Send ||
-      plan.comm->opCounters.received(in.from) != 0 || chain.size() >= kMaxTasks)
+      plan.comm->opCounters.received(in.from) != 0 || chain.size() >= opnote::kMaxEntries)
     return false;
   const std::vector<int> waitsFor = plan.comm->conns->pendingPeers();
   for (int target : waitsFor)
@@ -171,7 +122,7 @@ bool extendChain(const Plan& plan, const std::vector<Hop>& chain, OpMismatchReco
     if (const CallTask* out = findP2p(mine, CollType::Send, target)) {
       std::vector<Hop> longer = chain;
       longer.push_back({out->print, self, target});
-      post(plan, target, chainNote(self, longer));
+      post(plan, target, opnote::encodeHopsNote(NoteKind::Chain, self, longer));
     }
   return false;
 }
@@ -218,7 +169,7 @@ void passWaitsOn(const Plan& plan, const std::vector<Hop>& chain) {
     --plan.waitNotesLeft;
     std::vector<Hop> longer = chain;
     longer.push_back({t.print, self, t.peer});
-    post(plan, t.peer, chainNote(self, longer, kWaits));
+    post(plan, t.peer, opnote::encodeHopsNote(NoteKind::Waits, self, longer));
   }
 }
 
@@ -276,23 +227,18 @@ void startWaits(const Plan& plan, int peer, const std::vector<CallTask>& theirs)
   }
 }
 
-PeerCounts noteCounts(const uint8_t* at) {
-  return {static_cast<uint32_t>(loadLittleEndian(at, 4)), static_cast<uint32_t>(loadLittleEndian(at + 4, 4)),
-          static_cast<uint32_t>(loadLittleEndian(at + 8, 4))};
-}
-
 // The mismatch between the plan and one note of rank `peer`, if any.
-bool judgeOps(const Plan& plan, int peer, const uint8_t* body, size_t count, OpMismatchRecord* r) {
+bool judgeOps(const Plan& plan, int peer, const std::vector<CallTask>& theirs, const PeerCounts& theirCounts,
+              OpMismatchRecord* r) {
   const int self = plan.comm->id.rank;
   const std::vector<CallTask> mine = planTasks(plan);
-  const std::vector<CallTask> theirs = noteTasks(body + kCounts, count);
   for (const CallTask& t : theirs)
     for (const CallTask& m : mine) {
       if (!notesDisagree(m.print, m.peer, self, t.print, t.peer, peer)) continue;
       *r = OpMismatchRecord{m.print, t.print, self, peer};
       return true;
     }
-  if (crossedSends(plan, mine, peer, theirs, r) || blockedOnEachOther(plan, mine, peer, theirs, noteCounts(body), r))
+  if (crossedSends(plan, mine, peer, theirs, r) || blockedOnEachOther(plan, mine, peer, theirs, theirCounts, r))
     return true;
   startWaits(plan, peer, theirs);
   const CallTask* in = findP2p(theirs, CollType::Send, self);
@@ -300,29 +246,20 @@ bool judgeOps(const Plan& plan, int peer, const uint8_t* body, size_t count, OpM
 }
 
 // Reads one note; true with *r on a mismatch or a verdict.
-bool judge(const Plan& plan, int peer, const std::vector<uint8_t>& b, OpMismatchRecord* r, bool* selfFound) {
-  if (b.size() < kHeader || loadLittleEndian(b.data(), 8) != kMagic ||
-      static_cast<int>(loadLittleEndian(b.data() + 12, 4)) != peer)
-    return false;
-  const size_t count = b[9];
-  if (b[8] == kOps && b.size() == kHeader + kCounts + count * kTaskBytes) {
-    *selfFound = true;
-    return judgeOps(plan, peer, b.data() + kHeader, count, r);
-  }
-  if (b[8] == kChain && count > 0 && b.size() == kHeader + count * kHopBytes) {
-    *selfFound = true;
-    const std::vector<Hop> chain = noteHops(b.data() + kHeader, count);
-    return chain.back().from == peer && extendChain(plan, chain, r);
-  }
-  if (b[8] == kWaits && count > 0 && b.size() == kHeader + count * kHopBytes) {
-    *selfFound = true;
-    const std::vector<Hop> chain = noteHops(b.data() + kHeader, count);
-    return chain.back().from == peer && extendWaits(plan, chain, r);
-  }
-  if (b[8] == kVerdict && b.size() == kHeader + sizeof(OpMismatchRecord)) {
-    std::memcpy(r, b.data() + kHeader, sizeof(*r));
-    *selfFound = false;
-    return true;
+bool judge(const Plan& plan, int peer, const std::vector<uint8_t>& bytes, OpMismatchRecord* r, bool* selfFound) {
+  opnote::SetupNote note;
+  if (!opnote::decodeSetupNote(bytes, peer, &note)) return false;
+  *selfFound = note.kind != NoteKind::Verdict;
+  switch (note.kind) {
+    case NoteKind::Ops:
+      return judgeOps(plan, peer, note.tasks, note.counts, r);
+    case NoteKind::Chain:
+      return note.hops.back().from == peer && extendChain(plan, note.hops, r);
+    case NoteKind::Waits:
+      return note.hops.back().from == peer && extendWaits(plan, note.hops, r);
+    case NoteKind::Verdict:
+      *r = note.verdict;
+      return true;
   }
   return false;
 }
@@ -339,25 +276,15 @@ bool notesDisagree(const OpPrint& mine, int minePeer, int self, const OpPrint& t
 }
 
 void sendSetupNotes(const Plan& plan, const std::vector<int>& peers) {
-  const size_t count = std::min(plan.stamps.size(), kMaxTasks);
-  std::vector<uint8_t> note = header(kOps, count, plan.comm->id.rank, kCounts + count * kTaskBytes);
-  for (size_t i = 0; i < count; ++i) {
-    uint8_t* t = note.data() + kHeader + kCounts + i * kTaskBytes;
-    std::memcpy(t, &plan.stamps[i].mine, sizeof(OpPrint));
-    storeLittleEndian(t + 24, static_cast<uint32_t>(plan.tasks[i].root), 4);
-  }
+  std::vector<uint8_t> note = opnote::encodeOpsNote(plan.comm->id.rank, planTasks(plan));
   for (int peer : peers) {
-    const PeerCounts c = countsTowards(plan.comm->opCounters, peer);
-    storeLittleEndian(note.data() + kHeader, c.collectives, 4);
-    storeLittleEndian(note.data() + kHeader + 4, c.sends, 4);
-    storeLittleEndian(note.data() + kHeader + 8, c.receives, 4);
+    opnote::setNoteCounts(&note, countsTowards(plan.comm->opCounters, peer));
     post(plan, peer, note);
   }
 }
 
 void sendVerdictNotes(const Plan& plan, const OpMismatchRecord& r) {
-  std::vector<uint8_t> note = header(kVerdict, 0, plan.comm->id.rank, sizeof(r));
-  std::memcpy(note.data() + kHeader, &r, sizeof(r));
+  const std::vector<uint8_t> note = opnote::encodeVerdictNote(plan.comm->id.rank, r);
   for (int peer = 0; peer < plan.comm->id.nranks; ++peer)
     if (peer != plan.comm->id.rank) post(plan, peer, note);
 }

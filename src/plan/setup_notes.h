@@ -9,7 +9,7 @@
 // a rank reading such a note compares it with its own call, task by task
 // with the same number, and checks whether the two calls wait for each other
 // whatever their numbers (plan/blocked_calls.h); on a mismatch it fails and
-// sends the verdict to every rank. A rank reads notes while it waits in
+// sends the verdict to every rank (the bytes: plan/setup_note_wire.h). A rank reads notes while it waits in
 // setup (about every 50 ms) and in the executor's idle checks. Matching
 // calls cost one small message per new peer, once, at setup. Ranks whose
 // calls are sends only pass on chains of such waits (chain notes), so a

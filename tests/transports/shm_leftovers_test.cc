@@ -8,6 +8,11 @@
 //     directory holding a dead pid's segment and a live one's, two processes
 //     run an AllReduce over shm: the dead one's file is gone, the live one's
 //     kept, and the job left nothing of its own.
+//   * ShmLeftovers.HandleThatNamesNoSegmentOfThePeerIsRefused: the sender
+//     opens and then unlinks the path a receiver sent; a path that is not
+//     one of that receiver's segments (another file, another pid's segment,
+//     an embedded NUL) fails with ncclInternalError, a symlink with a
+//     segment's name fails to open, and every file is still there.
 #include <dirent.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -23,6 +28,7 @@
 
 #include "common/rank_runner.h"
 #include "transports/shm/shm_leftovers.h"
+#include "transports/shm/shm_transport.h"
 
 namespace chorus::test {
 namespace {
@@ -105,6 +111,44 @@ TEST(ShmLeftovers, NextJobRemovesThem) {
       opts);
   const std::set<std::string> want = {live};
   EXPECT_EQ(dir.files(), want);
+}
+
+TEST(ShmLeftovers, HandleThatNamesNoSegmentOfThePeerIsRefused) {
+  ScratchDir dir;
+  ASSERT_FALSE(dir.path().empty());
+  const pid_t peerPid = getppid();
+  const std::string victim = "notes.txt";
+  const std::string othersSegment = segmentOf(deadPid(), "0-1-0");
+  const std::string link = segmentOf(peerPid, "0-1-9");
+  // Large enough to pass the size check an unchecked path would get to.
+  std::ofstream(dir.path() + "/" + victim) << std::string(1 << 20, 'x');
+  std::ofstream(dir.path() + "/" + othersSegment) << std::string(1 << 20, 'x');
+  ASSERT_EQ(symlink((dir.path() + "/" + victim).c_str(), (dir.path() + "/" + link).c_str()), 0);
+  const std::string real = segmentOf(peerPid, "0-1-0");
+  EXPECT_TRUE(isSegmentPathOf(dir.path() + "/" + real, peerPid));
+  EXPECT_FALSE(isSegmentPathOf(real, peerPid)) << "a bare name without its directory";
+  EXPECT_FALSE(isSegmentPathOf(dir.path() + "/" + real + "/..", peerPid));
+  ShmTransport shm;
+  ConnRequest req;
+  req.selfRank = 0;
+  req.peerRank = 1;
+  req.slotBytes = 4096;
+  req.nslots = 4;
+  req.label = "test 1->0";
+  PeerInfo peer;
+  peer.rank = 1;
+  peer.pid = peerPid;
+  const std::string withNul = dir.path() + "/" + real + std::string(1, '\0') + "/../" + victim;
+  for (const std::string& path :
+       {dir.path() + "/" + victim, dir.path() + "/" + othersSegment, dir.path() + "/" + link, withNul, std::string()}) {
+    FifoEnd end;
+    const ncclResult_t res = shm.connectSend(req, peer, std::vector<uint8_t>(path.begin(), path.end()), &end);
+    // The symlink has a segment's name: opening it without following fails instead.
+    EXPECT_EQ(res, path == dir.path() + "/" + link ? ncclSystemError : ncclInternalError)
+        << path.size() << " bytes: " << path.c_str();
+  }
+  const std::set<std::string> left = {victim, othersSegment, link};
+  EXPECT_EQ(dir.files(), left) << "nothing a refused handle named was removed";
 }
 
 }  // namespace

@@ -35,15 +35,23 @@ bool readNumber(const char** p, unsigned long long* out) {
   return true;
 }
 
-// The owner pid of a segment named chorus-<pid>-p<ns>-... made in namespace
-// `ns`, or 0 when the name is not one.
-pid_t ownerOf(const char* name, unsigned long long ns) {
+// Reads a segment name chorus-<pid>-p<ns>-<peer>-<self>-<n>: false when
+// `name` is not one.
+bool parseSegmentName(const char* name, unsigned long long* pid, unsigned long long* ns) {
   const char* p = name;
   for (const char* k = kPrefix; *k; ++k, ++p)
-    if (*p != *k) return 0;
+    if (*p != *k) return false;
+  if (!readNumber(&p, pid) || *p++ != '-' || *p++ != 'p' || !readNumber(&p, ns) || *p != '-') return false;
+  for (++p; *p != '\0'; ++p)
+    if ((*p < '0' || *p > '9') && *p != '-') return false;
+  return *pid != 0 && *pid <= 0x3fffffff;
+}
+
+// The owner pid of a segment made in namespace `ns`, or 0 when the name is
+// not one.
+pid_t ownerOf(const char* name, unsigned long long ns) {
   unsigned long long pid = 0, nameNs = 0;
-  if (!readNumber(&p, &pid) || *p++ != '-' || *p++ != 'p' || !readNumber(&p, &nameNs) || *p != '-') return 0;
-  if (nameNs != ns || pid == 0 || pid > 0x3fffffff) return 0;
+  if (!parseSegmentName(name, &pid, &nameNs) || nameNs != ns) return 0;
   return static_cast<pid_t>(pid);
 }
 
@@ -60,6 +68,13 @@ bool isLeftover(int dirFd, const char* name, unsigned long long ns) {
 
 std::string shmSegmentPrefix() {
   return std::string(kPrefix) + std::to_string(getpid()) + "-p" + std::to_string(pidNamespace()) + "-";
+}
+
+bool isSegmentPathOf(const std::string& path, int ownerPid) {
+  const size_t slash = path.rfind('/');
+  if (path.find('\0') != std::string::npos || slash == std::string::npos || slash + 1 >= path.size()) return false;
+  unsigned long long pid = 0, ns = 0;
+  return parseSegmentName(path.c_str() + slash + 1, &pid, &ns) && pid == static_cast<unsigned long long>(ownerPid);
 }
 
 int removeLeftoverSegments(const std::string& dir) {

@@ -16,6 +16,11 @@ namespace chorus {
 // "chorus-<pid>-p<namespace>-": the start of this process's segment names.
 std::string shmSegmentPrefix();
 
+// Whether `path` (a handle from a peer) names a segment that process
+// `ownerPid` made, in some directory: anything else is refused before it is
+// opened, let alone unlinked.
+bool isSegmentPathOf(const std::string& path, int ownerPid);
+
 // Removes the leftover segments in `dir`; returns how many. Logs one INFO
 // line when it removed any.
 int removeLeftoverSegments(const std::string& dir);

@@ -113,11 +113,15 @@ ncclResult_t ShmTransport::createRecv(const ConnRequest& req, const PeerInfo& pe
 ncclResult_t ShmTransport::connectSend(const ConnRequest& req, const PeerInfo& peer, const std::vector<uint8_t>& handle,
                                        FifoEnd* end) {
   const std::string path(handle.begin(), handle.end());
-  int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (handle.size() > 4096 || !isSegmentPathOf(path, peer.pid))
+    return fail(ncclInternalError,
+                "shm: %s: rank %d (pid %d) sent a handle that names no segment of its own (%zu bytes)",
+                req.label.c_str(), req.peerRank, peer.pid, handle.size());
+  int fd = open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0)
     return fail(ncclSystemError, "shm: cannot open %s for %s: %s", path.c_str(), req.label.c_str(), strerror(errno));
   struct stat st {};
-  if (fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) < fifoControlBytes()) {
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || static_cast<size_t>(st.st_size) < fifoControlBytes()) {
     close(fd);
     return fail(ncclSystemError, "shm: segment %s for %s is truncated", path.c_str(), req.label.c_str());
   }
