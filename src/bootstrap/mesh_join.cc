@@ -12,53 +12,16 @@
 namespace chorus {
 namespace {
 
-// What a rank says about itself when it joins.
-struct JoinRecord {
-  int rank = 0;
-  int nranks = 0;
-  int pid = 0;
-  std::string host;
-  SockAddr mailbox;
-
-  std::string who() const { return "pid " + std::to_string(pid) + " on host " + host; }
-};
-
-std::string thisHost() {
-  char name[256] = {};
-  if (gethostname(name, sizeof(name) - 1) != 0) return "?";
-  return name;
-}
-
 void putU32(std::vector<uint8_t>* out, uint32_t v) {
   const size_t at = out->size();
   out->resize(at + 4);
   storeLittleEndian(out->data() + at, v, 4);
 }
 
-std::vector<uint8_t> encodeRecord(const JoinRecord& r) {
-  std::vector<uint8_t> out;
-  putU32(&out, static_cast<uint32_t>(r.rank));
-  putU32(&out, static_cast<uint32_t>(r.nranks));
-  putU32(&out, static_cast<uint32_t>(r.pid));
-  putU32(&out, static_cast<uint32_t>(r.mailbox.len));
-  const auto* a = reinterpret_cast<const uint8_t*>(&r.mailbox.storage);
-  out.insert(out.end(), a, a + r.mailbox.len);
-  out.insert(out.end(), r.host.begin(), r.host.end());
-  return out;
-}
-
-ncclResult_t decodeRecord(const std::vector<uint8_t>& in, JoinRecord* r) {
-  if (in.size() < 16) return fail(ncclInternalError, "bootstrap: a join record of %zu bytes is too short", in.size());
-  r->rank = static_cast<int>(loadLittleEndian(in.data(), 4));
-  r->nranks = static_cast<int>(loadLittleEndian(in.data() + 4, 4));
-  r->pid = static_cast<int>(loadLittleEndian(in.data() + 8, 4));
-  const auto len = static_cast<socklen_t>(loadLittleEndian(in.data() + 12, 4));
-  if (len > sizeof(r->mailbox.storage) || in.size() < 16 + len)
-    return fail(ncclInternalError, "bootstrap: a join record names an address of %u bytes", static_cast<unsigned>(len));
-  memcpy(&r->mailbox.storage, in.data() + 16, len);
-  r->mailbox.len = len;
-  r->host.assign(in.begin() + 16 + len, in.end());
-  return ncclSuccess;
+std::string thisHost() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) return "?";
+  return name;
 }
 
 class Join {
@@ -74,7 +37,7 @@ class Join {
   ncclResult_t read(const std::string& key, JoinRecord* out) {
     std::vector<std::vector<uint8_t>> vals;
     CHORUS_CHECK(job_.get({key}, &vals, bound_));
-    return decodeRecord(vals[0], out);
+    return decodeJoinRecord(vals[0], out);
   }
   // The first verdict set wins (a counter makes it create-only).
   ncclResult_t decide(const std::string& conflict) {
@@ -95,7 +58,8 @@ class Join {
 ncclResult_t Join::checkClaim(std::string* conflict) {
   int64_t claim = 0;
   CHORUS_CHECK(job_.add(p_ + "claim/" + std::to_string(me_.rank) + ";", 1, &claim));
-  CHORUS_CHECK(job_.set(p_ + "who/" + std::to_string(me_.rank) + "/" + std::to_string(claim) + ";", encodeRecord(me_)));
+  CHORUS_CHECK(
+      job_.set(p_ + "who/" + std::to_string(me_.rank) + "/" + std::to_string(claim) + ";", encodeJoinRecord(me_)));
   if (claim == 1) return ncclSuccess;
   JoinRecord first;
   CHORUS_CHECK(record(me_.rank, &first));
@@ -106,7 +70,7 @@ ncclResult_t Join::checkClaim(std::string* conflict) {
 ncclResult_t Join::checkSize(std::string* conflict) {
   int64_t order = 0;
   CHORUS_CHECK(job_.add(p_ + "order", 1, &order));
-  if (order == 1) return job_.set(p_ + "first;", encodeRecord(me_));
+  if (order == 1) return job_.set(p_ + "first;", encodeJoinRecord(me_));
   JoinRecord first;
   CHORUS_CHECK(read(p_ + "first;", &first));
   if (first.nranks != me_.nranks)
@@ -225,6 +189,32 @@ ncclResult_t mailboxTable(Mesh& mesh, const std::string& prefix, int rank, const
 }
 
 }  // namespace
+
+std::vector<uint8_t> encodeJoinRecord(const JoinRecord& r) {
+  std::vector<uint8_t> out;
+  putU32(&out, static_cast<uint32_t>(r.rank));
+  putU32(&out, static_cast<uint32_t>(r.nranks));
+  putU32(&out, static_cast<uint32_t>(r.pid));
+  putU32(&out, static_cast<uint32_t>(r.mailbox.len));
+  const auto* a = reinterpret_cast<const uint8_t*>(&r.mailbox.storage);
+  out.insert(out.end(), a, a + r.mailbox.len);
+  out.insert(out.end(), r.host.begin(), r.host.end());
+  return out;
+}
+
+ncclResult_t decodeJoinRecord(const std::vector<uint8_t>& in, JoinRecord* r) {
+  if (in.size() < 16) return fail(ncclInternalError, "bootstrap: a join record of %zu bytes is too short", in.size());
+  r->rank = static_cast<int>(loadLittleEndian(in.data(), 4));
+  r->nranks = static_cast<int>(loadLittleEndian(in.data() + 4, 4));
+  r->pid = static_cast<int>(loadLittleEndian(in.data() + 8, 4));
+  const auto len = static_cast<socklen_t>(loadLittleEndian(in.data() + 12, 4));
+  if (len > sizeof(r->mailbox.storage) || in.size() < 16 + len)
+    return fail(ncclInternalError, "bootstrap: a join record names an address of %u bytes", static_cast<unsigned>(len));
+  memcpy(&r->mailbox.storage, in.data() + 16, len);
+  r->mailbox.len = len;
+  r->host.assign(in.begin() + 16 + len, in.end());
+  return ncclSuccess;
+}
 
 ncclResult_t joinJob(Store& job, const std::string& prefix, int rank, int nranks, Mesh& mesh, const WaitBound& bound,
                      std::vector<SockAddr>* mailboxes) {

@@ -3,6 +3,10 @@
 // the AVX2 one when the CPU supports it, so no per-element branching remains.
 #include "host/host_reduce.h"
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#endif
+
 #include <atomic>
 #include <cstring>
 
@@ -57,10 +61,20 @@ TransformKernel portableTransformKernel(ncclDataType_t t, ReduceKind k, bool pre
 
 namespace {
 
+#if defined(__x86_64__) && defined(__GNUC__)
+// F16C from CPUID leaf 1 (ECX bit 29): clang before 16 does not know "f16c"
+// as a __builtin_cpu_supports feature. (AVX2's check there also asks the OS
+// whether it saves the AVX registers, which F16C needs too.)
+bool cpuHasF16c() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid(1, &a, &b, &c, &d) != 0 && (c & bit_F16C) != 0;
+}
+#endif
+
 SimdLevel detectSimd() {
 #if defined(__x86_64__) && defined(__GNUC__)
   __builtin_cpu_init();  // may run before libgcc's own constructor
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c")) return SimdLevel::Avx2;
+  if (__builtin_cpu_supports("avx2") && cpuHasF16c()) return SimdLevel::Avx2;
 #endif
   return SimdLevel::Portable;
 }

@@ -11,10 +11,13 @@
 //   3  the shm transport's handle, a segment path the sender opens and
 //      unlinks (transports/shm/shm_leftovers.h: isSegmentPathOf).
 //   4  the P2P transport's handle (transports/p2p/p2p_handle.h).
+//   5  join records, which ranks leave in the job's store at init
+//      (src/bootstrap/mesh_join.h): an accepted one re-encodes to the input.
 #include <algorithm>
 #include <cstring>
 #include <string>
 
+#include "bootstrap/mesh_join.h"
 #include "core/op_fingerprint.h"
 #include "core/stall_report.h"
 #include "fuzz_target.h"
@@ -27,7 +30,7 @@
 namespace chorus::fuzz {
 namespace {
 
-enum class Parser : uint8_t { SetupNote, StallNote, RankStatus, ShmHandle, P2pHandle, Count };
+enum class Parser : uint8_t { SetupNote, StallNote, RankStatus, ShmHandle, P2pHandle, JoinRecord, Count };
 
 constexpr int kFrom = 3;  // the rank a message comes from
 constexpr int kSelf = 1;  // the rank reading it
@@ -154,6 +157,14 @@ void p2pHandle(const Bytes& b) {
   fuzzCheck(std::memchr(h.busId, '\0', sizeof(h.busId)) != nullptr, "an accepted bus id is terminated");
 }
 
+void joinRecord(const Bytes& b) {
+  chorus::JoinRecord r;
+  if (decodeJoinRecord(b, &r) != ncclSuccess) return;
+  fuzzCheck(r.mailbox.len <= sizeof(r.mailbox.storage), "an address inside its storage");
+  fuzzCheck(encodeJoinRecord(r) == b, "a join record round-trips");
+  fuzzCheck(!r.who().empty(), "a record describes its process");
+}
+
 }  // namespace
 
 std::vector<Bytes> seeds() {
@@ -184,6 +195,13 @@ std::vector<Bytes> seeds() {
   Bytes hb;
   p2p::encodeP2pHandle(h, &hb);
   out.push_back(tagged(Parser::P2pHandle, hb));
+  chorus::JoinRecord join;
+  join.rank = 2;
+  join.nranks = 8;
+  join.pid = 4242;
+  join.host = "node17";
+  parseHostPort("127.0.0.1:29500", &join.mailbox);
+  out.push_back(tagged(Parser::JoinRecord, encodeJoinRecord(join)));
   return out;
 }
 
@@ -208,6 +226,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       break;
     case Parser::P2pHandle:
       p2pHandle(body);
+      break;
+    case Parser::JoinRecord:
+      joinRecord(body);
       break;
     case Parser::Count:
       break;
