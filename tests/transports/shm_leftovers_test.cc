@@ -128,6 +128,7 @@ TEST(ShmLeftovers, HandleThatNamesNoSegmentOfThePeerIsRefused) {
   EXPECT_TRUE(isSegmentPathOf(dir.path() + "/" + real, peerPid));
   EXPECT_FALSE(isSegmentPathOf(real, peerPid)) << "a bare name without its directory";
   EXPECT_FALSE(isSegmentPathOf(dir.path() + "/" + real + "/..", peerPid));
+  EXPECT_FALSE(isSegmentPathOf(dir.path() + "/chorus-0" + real.substr(7), peerPid)) << "a pid with a leading zero";
   ShmTransport shm;
   ConnRequest req;
   req.selfRank = 0;

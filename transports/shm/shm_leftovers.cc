@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 
 #include "core/log.h"
@@ -74,7 +75,11 @@ bool isSegmentPathOf(const std::string& path, int ownerPid) {
   const size_t slash = path.rfind('/');
   if (path.find('\0') != std::string::npos || slash == std::string::npos || slash + 1 >= path.size()) return false;
   unsigned long long pid = 0, ns = 0;
-  return parseSegmentName(path.c_str() + slash + 1, &pid, &ns) && pid == static_cast<unsigned long long>(ownerPid);
+  const char* name = path.c_str() + slash + 1;
+  // The owner writes its pid without leading zeros: the name must start so.
+  const std::string start = std::string(kPrefix) + std::to_string(ownerPid) + "-p";
+  return parseSegmentName(name, &pid, &ns) && pid == static_cast<unsigned long long>(ownerPid) &&
+         std::strncmp(name, start.c_str(), start.size()) == 0;
 }
 
 int removeLeftoverSegments(const std::string& dir) {
