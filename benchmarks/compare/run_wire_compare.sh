@@ -12,6 +12,7 @@
 #   benchmarks/compare/run_wire_compare.sh [build-dir]        (default: build)
 #
 # Knobs: VARIANTS="native bf16 fp8 int8 det" (FORMAT-flat: with CHORUS_WIRE_HOSTS=0) REPS=3 BYTES=64M ITERS=3 WARMUP=1
+#        BENCH=all_reduce_perf (or reduce_scatter_perf: the same runs of a reduce-scatter)
 #        RATE=1gbit NODES=4 PER_NODE=2 SHM=1 (0: skip the one-host runs)
 #        OUTDIR=<raw logs> SUMMARIZE=<dir of an earlier run: only summarize>
 set -uo pipefail
@@ -20,6 +21,7 @@ root="$(cd "$here/../.." && pwd)"
 source "$root/tests/multinode/netns_lib.sh"
 BUILD=${1:-build}
 BIN=$BUILD/bin
+BENCH=${BENCH:-all_reduce_perf}
 VARIANTS=${VARIANTS:-"native bf16 fp8 int8 det"}
 REPS=${REPS:-3}
 BYTES=${BYTES:-64M}
@@ -35,7 +37,7 @@ SUBNET=$((100 + $$ % 50))
 
 die() { echo "run_wire_compare: $*" >&2; exit 1; }
 
-flags_of() {  # variant -> all_reduce_perf flags
+flags_of() {  # variant -> $BENCH flags
   case ${1%-flat} in
     native) echo "--wire native" ;;
     det) echo "--deterministic 1" ;;
@@ -55,7 +57,7 @@ netns_job() {  # variant out
   for ((i = 0; i < NODES; i++)); do
     # shellcheck disable=SC2046
     CHORUS_MODE=host NCCL_NET=Socket CHORUS_WIRE_HOSTS=$(hosts_of "$1") netns_run "$PREFIX" "$i" timeout 900 "$BIN/chorusrun" -n "$PER_NODE" \
-      --nnodes "$NODES" --node-rank "$i" --master "$(netns_addr "$PREFIX" 0):$port" "$BIN/all_reduce_perf" \
+      --nnodes "$NODES" --node-rank "$i" --master "$(netns_addr "$PREFIX" 0):$port" "$BIN/$BENCH" \
       "${SWEEP[@]}" $(flags_of "$1") >"$2.node$i" 2>&1 &
     pids+=($!)
   done
@@ -65,12 +67,12 @@ netns_job() {  # variant out
 
 shm_job() {  # variant out
   # shellcheck disable=SC2046
-  CHORUS_MODE=host CHORUS_WIRE_HOSTS=$(hosts_of "$1") timeout 900 "$BIN/chorusrun" -n $((NODES * PER_NODE)) "$BIN/all_reduce_perf" "${SWEEP[@]}" \
+  CHORUS_MODE=host CHORUS_WIRE_HOSTS=$(hosts_of "$1") timeout 900 "$BIN/chorusrun" -n $((NODES * PER_NODE)) "$BIN/$BENCH" "${SWEEP[@]}" \
     $(flags_of "$1") >"$2" 2>&1 || echo "run_wire_compare: shm $1 failed, see $2" >&2
 }
 
 if [ -z "${SUMMARIZE:-}" ]; then
-  [ -x "$BIN/all_reduce_perf" ] && [ -x "$BIN/chorusrun" ] || die "build $BIN first"
+  [ -x "$BIN/$BENCH" ] && [ -x "$BIN/chorusrun" ] || die "build $BIN first"
   netns_supported >/dev/null || die "needs root and network namespaces"
   trap 'netns_destroy "$PREFIX"' EXIT
   netns_create "$PREFIX" "$NODES" "$SUBNET" "$RATE" || die "could not create the namespaces"
@@ -90,9 +92,10 @@ if [ -z "${SUMMARIZE:-}" ]; then
 fi
 
 echo "run_wire_compare: raw logs in $OUTDIR" >&2
-python3 - "$OUTDIR" "$VARIANTS" "$RATE" "$NODES" "$PER_NODE" <<'PY'
+python3 - "$OUTDIR" "$VARIANTS" "$RATE" "$NODES" "$PER_NODE" "$BENCH" <<'PY'
 import glob, statistics, sys
 outdir, variants, rate, nodes, per = sys.argv[1], sys.argv[2].split(), sys.argv[3], sys.argv[4], sys.argv[5]
+coll = "reduce-scatter" if sys.argv[6].startswith("reduce_scatter") else "all-reduce"
 
 def parse(path):  # (out-of-place time us, wire bytes, of them network bytes, per op and rank) of the one row
     t = wire = net = None
@@ -134,7 +137,7 @@ for setup, label in (("netns", f"{nodes} nodes x {per} ranks, veth shaped to {ra
     wires = {v: med(w for _, w, _ in r) for v, r in runs.items()}
     nets = {v: med(n for _, _, n in r) for v, r in runs.items()}
     base_t, base_w, base_n = times.get("native"), wires.get("native"), nets.get("native")
-    print(f"#### {label}, 64 MiB float all-reduce, median of {max(len(r) for r in runs.values())}\n")
+    print(f"#### {label}, 64 MiB float {coll}, median of {max(len(r) for r in runs.values())}\n")
     print("| variant | time (ms) | speed-up over native | bytes sent per op and rank | / native "
           "| of them over the network | / native |")
     print("|---|---:|---:|---:|---:|---:|---:|")

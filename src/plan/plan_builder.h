@@ -111,6 +111,13 @@ ncclResult_t expandWireHosts(PlanBuilder& b, const Task& t);
 // form (plan_wire_chain.cc).
 bool wireChainAcrossHosts(const PlanBuilder& b, const Task& t);
 ncclResult_t expandWireChain(PlanBuilder& b, const Task& t);
+// Whether the communicator's H > 1 hosts hold G > 1 consecutive ranks each
+// (host k: ranks kG .. kG + G - 1), the layout both chains need.
+bool wireChainLayout(const PlanBuilder& b);
+// Whether a deterministic ReduceScatter or Reduce takes its chain across
+// hosts, and that form (plan_wire_chain_rs.cc).
+bool wireChainToOwnersAcrossHosts(const PlanBuilder& b, const Task& t);
+ncclResult_t expandWireChainToOwners(PlanBuilder& b, const Task& t);
 
 // Elements of one ring chunk: half a FIFO, so a step never waits for room.
 size_t ringChunkElems(const PlanBuilder& b, Proto proto, size_t esz);

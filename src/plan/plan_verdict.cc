@@ -105,18 +105,31 @@ bool completesTogether(const Plan& plan) {
   return plan.tasks.size() == 1 && (kTogether & bit(plan.tasks[0].type)) != 0;
 }
 
+// A reduce's root sends only in deterministic mode's chain across hosts
+// (plan_wire_chain_rs.cc): its value goes into the chain, whose end comes
+// back to it, so its own receive proves the chain took it. Its sends are
+// drained but not awaited: the chain's ranks await the root's completion
+// mark, and the root awaiting theirs would wait in a cycle.
+namespace {
+bool rootOfReduce(const Plan& plan) {
+  return completesTogether(plan) && plan.tasks[0].type == CollType::Reduce && plan.comm != nullptr &&
+         plan.tasks[0].root == plan.comm->id.rank;
+}
+}  // namespace
+
 void classifySends(Plan& plan) {
   plan.unprovenSends.clear();
   plan.awaitDone.clear();
   plan.awaitRootDone.clear();
   const bool oneCollective = plan.tasks.size() == 1 && !isSendOrRecv(plan.tasks[0].type);
+  const bool awaits = completesTogether(plan) && !rootOfReduce(plan);
   for (const ConnRef& c : plan.conns) {
     if (c.send == nullptr) continue;
     bool proven = false;
     for (const ConnRef& r : plan.conns) proven = proven || (oneCollective && r.recv && r.end().peer == c.end().peer);
     if (proven) continue;
     plan.unprovenSends.push_back(c.send);
-    if (completesTogether(plan)) plan.awaitDone.push_back(c.send);
+    if (awaits) plan.awaitDone.push_back(c.send);
   }
   if (completesTogether(plan) && plan.tasks[0].type == CollType::Scatter)
     for (const ConnRef& c : plan.conns)

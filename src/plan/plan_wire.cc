@@ -19,7 +19,8 @@
 // class), so they never share a FIFO with another algorithm's lane in the
 // same group. Across hosts, compressed wires take the two-level form of
 // plan_wire_hosts.cc, and deterministic AllReduce the chain of
-// plan_wire_chain.cc where hosts hold consecutive ranks.
+// plan_wire_chain.cc where hosts hold consecutive ranks (ReduceScatter and
+// Reduce the chain of plan_wire_chain_rs.cc).
 #include <algorithm>
 #include <vector>
 
@@ -45,6 +46,7 @@ ncclResult_t expandWire(PlanBuilder& b, const Task& t) {
   if (t.type != CollType::AllReduce && t.type != CollType::ReduceScatter && t.type != CollType::Reduce)
     return fail(ncclInternalError, "wire schedule requested for %s", collName(t.type));
   if (wireChainAcrossHosts(b, t)) return expandWireChain(b, t);
+  if (wireChainToOwnersAcrossHosts(b, t)) return expandWireChainToOwners(b, t);
   if (wireAcrossHosts(b, t)) return expandWireHosts(b, t);
   const int n = b.nranks(), me = b.rank();
   const uint32_t slot = wireplan::slotBytes(b);

@@ -50,15 +50,9 @@ using sched::Segment;
 using sched::SegmentKind;
 using wirechain::Route;
 
-struct Chain {
+struct Chain : ChainDims {
   PlanBuilder& b;
   const Task& t;
-  int n, me, G, H;
-  uint32_t slot;
-  uint64_t pieceElems;
-  int host(int r) const { return r / G; }
-  int pos(int r) const { return r % G; }
-  int at(int h, int p) const { return h * G + p; }
 };
 
 // One share of one shard on its route, and its connector channels.
@@ -78,17 +72,6 @@ Segment shareSegment(const Chain& c, const ShareOf& sh, SegmentKind kind) {
   s.pos = c.me;  // the combination's own input (OwnerBlock::self)
   s.nranks = c.n;
   return s;
-}
-
-// Connects the table entry of peer's input (partial: in the compute type).
-ncclResult_t tableEntry(const Chain& c, Segment& s, std::vector<int32_t>& table, int peer, int inChannel,
-                        bool partial) {
-  int16_t id = sched::kNoConn;
-  CHORUS_CHECK(c.b.connect(key(inChannel, peer), false, c.slot, kSlots, &id));
-  table[static_cast<size_t>(peer)] = id;
-  table[2 * static_cast<size_t>(c.n) + static_cast<size_t>(peer)] = partial ? 1 : 0;
-  if (s.conn[0] == sched::kNoConn) s.conn[0] = id;
-  return ncclSuccess;
 }
 
 // Connects the table entry at base + peer that sends this segment's output to peer.
@@ -121,11 +104,11 @@ ncclResult_t link(const Chain& c, const ShareOf& sh) {
   if (owner) s.blockElems = s.begin;
   std::vector<int32_t> table = ownerTable(c.n);
   const int before = wirechain::previousLink(sh.route, h);
-  if (before >= 0) CHORUS_CHECK(tableEntry(c, s, table, c.at(before, sh.p), sh.channel + 1, true));
+  if (before >= 0) CHORUS_CHECK(connectInput(c.b, c.slot, s, table, c.at(before, sh.p), sh.channel + 1, true));
   for (int k = 0; k < c.H; ++k) {
     if (sh.route.absorb[k] != h) continue;
     for (int l = 0; l < c.G; ++l)
-      if (c.at(k, l) != c.me) CHORUS_CHECK(tableEntry(c, s, table, c.at(k, l), sh.channel, false));
+      if (c.at(k, l) != c.me) CHORUS_CHECK(connectInput(c.b, c.slot, s, table, c.at(k, l), sh.channel, false));
   }
   if (owner) {
     CHORUS_CHECK(resultOuts(c, sh, s, table));
@@ -210,27 +193,20 @@ bool consecutiveHosts(const graph::CommGraph& g) {
 
 }  // namespace
 
-bool wireChainAcrossHosts(const PlanBuilder& b, const Task& t) {
+bool wireChainLayout(const PlanBuilder& b) {
   if (!wireplan::acrossHostsForm(b)) return false;
-  if (t.type != CollType::AllReduce || !t.wire.deterministic || wireFormat(t) != wire::Format::Native) return false;
   const graph::CommGraph& g = *b.graph();
   return g.nranks == g.ranksPerHost * g.nhosts && consecutiveHosts(g);
 }
 
+bool wireChainAcrossHosts(const PlanBuilder& b, const Task& t) {
+  if (t.type != CollType::AllReduce || !t.wire.deterministic || wireFormat(t) != wire::Format::Native) return false;
+  return wireChainLayout(b);
+}
+
 ncclResult_t expandWireChain(PlanBuilder& b, const Task& t) {
-  const graph::CommGraph& g = *b.graph();
-  const uint32_t slot = wireplan::slotBytes(b);
-  // Whole blocks whose widest payload (a partial in the compute type, or a
-  // value with PreMulSum's product) fills a slot.
+  const Chain c{chainDims(b, t), b, t};
   const uint32_t valueBytes = wireScatterElemBytes(t), partialBytes = wireComputeBytes(t);
-  const Chain c{b,
-                t,
-                b.nranks(),
-                b.rank(),
-                g.ranksPerHost,
-                g.nhosts,
-                slot,
-                wire::pieceElemsFor(wire::Format::Native, std::max(valueBytes, partialBytes), slot)};
   const std::vector<wirechain::Share> mix = wirechain::chooseRoutes(
       c.H, c.G, wirechain::ElemBytes{valueBytes, partialBytes, static_cast<uint32_t>(typeSize(t.dtype))});
   for (int p = 0; p < c.G; ++p) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -22,6 +23,10 @@ inline constexpr uint16_t kScatterChannel = 64, kGatherChannel = 65;
 // channels per share of a shard from here on (values to the link, partials
 // from link to link, the result between hosts and inside a host).
 inline constexpr uint16_t kChainBaseChannel = 66;
+// Deterministic ReduceScatter and Reduce across hosts (plan_wire_chain_rs.cc):
+// values to a host's link, partials from link to link, the last partial to
+// the shard's owner.
+inline constexpr uint16_t kChainValueChannel = 48, kChainPartialChannel = 49, kChainFinishChannel = 50;
 inline constexpr uint16_t kPartialBase = 4096, kLocalGatherBase = 8192;
 inline constexpr int kMaxHosts = 4096;
 inline constexpr uint32_t kSlots = 4;
@@ -42,7 +47,7 @@ inline ConnKey key(int channel, int peer) {
 // inputs, no outputs, no fp32 partials yet.
 inline std::vector<int32_t> ownerTable(int n) {
   std::vector<int32_t> table(3 * static_cast<size_t>(n), sched::kNoConn);
-  std::fill(table.begin() + 2 * n, table.end(), 0);
+  std::fill(table.begin() + 2 * static_cast<std::ptrdiff_t>(n), table.end(), 0);
   return table;
 }
 
@@ -53,6 +58,43 @@ inline bool acrossHostsForm(const PlanBuilder& b) {
   const graph::CommGraph* g = b.graph();
   return b.config().wireHosts && g != nullptr && graph::hierSupported(*g) && g->nranks == b.nranks() &&
          g->ranksPerHost > 1 && g->nhosts > 1;
+}
+
+// What both deterministic chains across hosts (plan_wire_chain.cc,
+// plan_wire_chain_rs.cc) work with: ranks, this rank, G ranks on each of H
+// hosts holding consecutive ranks, the slot, and whole blocks per piece such
+// that the widest payload (a partial in the compute type, or a value with
+// PreMulSum's product) fills a slot.
+struct ChainDims {
+  int n, me, G, H;
+  uint32_t slot;
+  uint64_t pieceElems;
+  int host(int r) const { return r / G; }
+  int pos(int r) const { return r % G; }
+  int at(int h, int p) const { return h * G + p; }
+};
+
+inline ChainDims chainDims(const PlanBuilder& b, const Task& t) {
+  const graph::CommGraph& g = *b.graph();
+  const uint32_t slot = slotBytes(b);
+  const uint32_t widest = std::max(wireScatterElemBytes(t), wireComputeBytes(t));
+  return ChainDims{b.nranks(), b.rank(), g.ranksPerHost,
+                   g.nhosts,   slot,     wire::pieceElemsFor(wire::Format::Native, widest, slot)};
+}
+
+// Connects a combination's input from `peer` on `channel` into its rank
+// table of 3n entries (ownerTable; partial: in the compute type); the first
+// input is also the segment's conn[0], which diagnostics name.
+inline ncclResult_t connectInput(PlanBuilder& b, uint32_t slot, sched::Segment& s, std::vector<int32_t>& table,
+                                 int peer, int channel, bool partial) {
+  const size_t n = table.size() / 3;
+  int16_t id = sched::kNoConn;
+  const ncclResult_t res = b.connect(key(channel, peer), false, slot, kSlots, &id);
+  if (res != ncclSuccess) return res;
+  table[static_cast<size_t>(peer)] = id;
+  table[2 * n + static_cast<size_t>(peer)] = partial ? 1 : 0;
+  if (s.conn[0] == sched::kNoConn) s.conn[0] = id;
+  return ncclSuccess;
 }
 
 // The lane of one segment (each wire segment has its own, so they progress

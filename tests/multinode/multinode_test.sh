@@ -83,12 +83,17 @@ colls() {
   run_job 2 2 120 "$bin/all_reduce_perf" -b 1K -e 1M -f 32 -c 1 -n 1 -w 1 -d all -o all ||
     fail "all_reduce, every type and op, over $net"
   echo "ok: all_reduce every type/op over $net"
-  # Deterministic mode's chain through the nodes (src/plan/plan_wire_chain.cc):
+  # Deterministic mode's chains through the nodes (src/plan/plan_wire_chain.cc):
   # -c 1 checks every element is the exact rank-order value.
   run_job 2 2 120 "$bin/all_reduce_perf" -b 1K -e 4M -f 64 -c 1 -n 1 -w 1 -d all -o all --deterministic 1 ||
     fail "deterministic all_reduce, every type and op, over $net"
   grep -q "Out of bounds values : 0 OK" "$log/node0.log" || fail "deterministic all_reduce: no passing check summary"
   echo "ok: deterministic all_reduce every type/op over $net"
+  # ... and the reduce-scatter's (src/plan/plan_wire_chain_rs.cc).
+  run_job 2 2 120 "$bin/reduce_scatter_perf" -b 1K -e 4M -f 64 -c 1 -n 1 -w 1 -d all -o all --deterministic 1 ||
+    fail "deterministic reduce_scatter, every type and op, over $net"
+  grep -q "Out of bounds values : 0 OK" "$log/node0.log" || fail "deterministic reduce_scatter: no passing check summary"
+  echo "ok: deterministic reduce_scatter every type/op over $net"
 }
 
 mpirun_job() {

@@ -20,6 +20,7 @@ struct DetCase {
   DetOp op = DetOp::Sum;
   size_t count = 0;  // per rank output elements (ReduceScatter: recvcount)
   bool inPlace = false;
+  int root = -1;  // Reduce: the root (-1: the last rank)
 };
 
 // Runs the case on this rank; failures are recorded in ctx. False on failure.

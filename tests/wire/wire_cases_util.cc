@@ -44,7 +44,7 @@ bool scatters(DetCall c) { return c == DetCall::ReduceScatterEx || c == DetCall:
 }  // namespace
 
 bool runDetCase(RankCtx& ctx, ncclComm_t comm, const DetCase& c) {
-  const int n = ctx.nranks, me = ctx.rank, root = n - 1;
+  const int n = ctx.nranks, me = ctx.rank, root = c.root >= 0 ? c.root : n - 1;
   const size_t esz = detTypeSize(c.type);
   const size_t sendCount = scatters(c.call) ? c.count * static_cast<size_t>(n) : c.count;
   std::vector<char> send(sendCount * esz + 1), recv(c.count * esz + 1, 0x5a);

@@ -1,5 +1,6 @@
-// Deterministic AllReduce across hosts that hold consecutive ranks: the chain
-// of plan_wire_chain.cc. Results bit-exact against the rank-order
+// Deterministic reductions across hosts that hold consecutive ranks: the
+// chains of plan_wire_chain.cc (AllReduce) and plan_wire_chain_rs.cc
+// (ReduceScatter, Reduce). Results bit-exact against the rank-order
 // combination computed in the test (so bit-identical to the flat form's),
 // and plans whose cross-host connections follow the chain.
 #include <gtest/gtest.h>
@@ -32,30 +33,61 @@ RunOptions deterministicEnv() {
 using HostsParam = std::tuple<int, int>;  // ranks, hosts
 class DeterministicChain : public ::testing::TestWithParam<HostsParam> {};
 
-TEST_P(DeterministicChain, EveryTypeAndOpExact) {
-  const auto [nranks, hosts] = GetParam();
+// Runs `body` on every rank of the parameter's layout (hosts of
+// consecutive ranks), in deterministic mode.
+template <class Body>
+void onHosts(const HostsParam& layout, Body body) {
+  const auto [nranks, hosts] = layout;
   auto graph = hostsGraph(nranks, hosts, false);
   ASSERT_TRUE(graph && graph->nhosts == hosts && graph->ranksPerHost == nranks / hosts);
   runThreads(
       nranks,
       [&](RankCtx& ctx) {
         ctx.comm->graph = graph;  // before the first operation builds a plan
-        for (DetCall call : {DetCall::AllReduceEx, DetCall::AllReduce})
-          for (ncclDataType_t t : detTypes())
-            for (DetOp op : kDetOps)
-              for (size_t count : {size_t(1), size_t(1001)})
-                for (bool inPlace : {false, true})
-                  if (!runDetCase(ctx, ctx.comm, DetCase{call, t, op, count, inPlace})) return;
-        // Many pieces per shard and an uneven last block; the types whose
-        // partials are wider than their values, and the 8-byte ones.
-        for (ncclDataType_t t : {ncclFloat16, ncclFloat32, ncclFloat64, ncclInt8, ncclUint64})
-          for (DetOp op : {DetOp::Sum, DetOp::Avg, DetOp::PreMul})
-            if (!runDetCase(ctx, ctx.comm, DetCase{DetCall::AllReduceEx, t, op, 300001, op == DetOp::Avg})) return;
-        // The other calls keep the flat form on the same communicator.
-        for (DetCall call : {DetCall::ReduceScatterEx, DetCall::Reduce})
-          if (!runDetCase(ctx, ctx.comm, DetCase{call, ncclBfloat16, DetOp::Sum, 517, false})) return;
+        body(ctx);
       },
       deterministicEnv());
+}
+
+TEST_P(DeterministicChain, EveryTypeAndOpExact) {
+  onHosts(GetParam(), [](RankCtx& ctx) {
+    for (DetCall call : {DetCall::AllReduceEx, DetCall::AllReduce})
+      for (ncclDataType_t t : detTypes())
+        for (DetOp op : kDetOps)
+          for (size_t count : {size_t(1), size_t(1001)})
+            for (bool inPlace : {false, true})
+              if (!runDetCase(ctx, ctx.comm, DetCase{call, t, op, count, inPlace})) return;
+    // Many pieces per shard and an uneven last block; the types whose
+    // partials are wider than their values, and the 8-byte ones.
+    for (ncclDataType_t t : {ncclFloat16, ncclFloat32, ncclFloat64, ncclInt8, ncclUint64})
+      for (DetOp op : {DetOp::Sum, DetOp::Avg, DetOp::PreMul})
+        if (!runDetCase(ctx, ctx.comm, DetCase{DetCall::AllReduceEx, t, op, 300001, op == DetOp::Avg})) return;
+  });
+}
+
+// ReduceScatter and Reduce take their own chain (plan_wire_chain_rs.cc):
+// shards owned on the last host and on the others (finished there), Reduce
+// with its root on the first, a middle and the last host.
+TEST_P(DeterministicChain, ReduceScatterAndReduceExact) {
+  onHosts(GetParam(), [](RankCtx& ctx) {
+    const int nranks = ctx.nranks;
+    for (DetCall call : {DetCall::ReduceScatterEx, DetCall::ReduceScatter})
+      for (ncclDataType_t t : detTypes())
+        for (DetOp op : kDetOps)
+          for (size_t count : {size_t(1), size_t(1001)})
+            for (bool inPlace : {false, true})
+              if (!runDetCase(ctx, ctx.comm, DetCase{call, t, op, count, inPlace})) return;
+    for (int root : {0, nranks / 2, nranks - 1})
+      for (ncclDataType_t t : detTypes())
+        for (DetOp op : kDetOps)
+          if (!runDetCase(ctx, ctx.comm, DetCase{DetCall::Reduce, t, op, 1001, root == 0, root})) return;
+    // Many pieces per shard and an uneven last block.
+    for (ncclDataType_t t : {ncclFloat16, ncclFloat32, ncclFloat64, ncclInt8})
+      for (DetOp op : {DetOp::Sum, DetOp::Avg, DetOp::PreMul}) {
+        if (!runDetCase(ctx, ctx.comm, DetCase{DetCall::ReduceScatterEx, t, op, 70001, op == DetOp::Avg})) return;
+        if (!runDetCase(ctx, ctx.comm, DetCase{DetCall::Reduce, t, op, 300001, false, 0})) return;
+      }
+  });
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, DeterministicChain,
@@ -99,13 +131,22 @@ std::vector<int> sendPeers(const DryConnectors& dry, const Plan& plan, const sch
   return peers;
 }
 
-PlanShape planShape(const graph::CommGraph& graph, int rank, bool wireHosts) {
+// A deterministic float sum of kPlanCount elements: AllReduce by default;
+// ReduceScatter with kPlanCount / nranks per rank; Reduce to `root`.
+Task deterministicTask(CollType type = CollType::AllReduce, int nranks = 1, int root = -1) {
+  Task t = floatSumTask(kPlanCount);
+  t.type = type;
+  if (type == CollType::ReduceScatter) t.count = kPlanCount / static_cast<size_t>(nranks);
+  t.root = root;
+  t.wire.deterministic = 1;
+  return t;
+}
+
+PlanShape planShape(const graph::CommGraph& graph, int rank, bool wireHosts, const Task& t = deterministicTask()) {
   CommConfig config;
   config.wireHosts = wireHosts;
   DryConnectors dry;
   Plan plan;
-  Task t = floatSumTask(kPlanCount);
-  t.wire.deterministic = 1;
   plan.tasks.push_back(t);
   PlanShape shape;
   shape.bytesOut.assign(static_cast<size_t>(graph.nhosts), 0);
@@ -130,12 +171,12 @@ PlanShape planShape(const graph::CommGraph& graph, int rank, bool wireHosts) {
 
 // What every host's link carries per direction, from the plans of all ranks,
 // in units of the buffer's bytes.
-double busiestLink(const graph::CommGraph& graph, bool wireHosts) {
+double busiestLink(const graph::CommGraph& graph, bool wireHosts, const Task& t = deterministicTask()) {
   std::vector<double> out(static_cast<size_t>(graph.nhosts), 0), in(out.size(), 0);
   for (int rank = 0; rank < graph.nranks; ++rank) {
-    const PlanShape shape = planShape(graph, rank, wireHosts);
+    const PlanShape shape = planShape(graph, rank, wireHosts, t);
     for (int h = 0; h < graph.nhosts; ++h) {
-      const double units = double(shape.bytesOut[static_cast<size_t>(h)]) / double(kPlanCount * sizeof(float));
+      const double units = double(shape.bytesOut[static_cast<size_t>(h)]) / double(t.count * sizeof(float));
       out[static_cast<size_t>(graph.hostOfRank[rank])] += units;
       in[static_cast<size_t>(h)] += units;
     }
@@ -159,6 +200,34 @@ TEST(DeterministicChainPlan, BusiestLinkCarriesFiveThirdsOfTheBuffer) {
     EXPECT_EQ(shape.chains, rank / 2 == 0 ? 1 : 0) << "rank " << rank;
     EXPECT_EQ(shape.owners, rank / 2 == 1 ? 1 : 0) << "rank " << rank;
     for (int peer : shape.crossPeers) EXPECT_EQ(peer % 2, rank % 2) << "rank " << rank;  // same local position
+  }
+}
+
+// ReduceScatter (in units of one rank's output block) and Reduce (of the
+// buffer) at 4 hosts x 2 ranks: the flat form puts 12 and 6 on the busiest
+// link direction; the chain 10 (a middle host takes every shard's partial
+// and its own ranks' finished partials) and 1 (2 for a root on a middle
+// host). Chain links sit at the shard's local position.
+TEST(DeterministicChainPlan, ReduceScatterAndReduceFollowTheChain) {
+  const int nranks = 8;
+  auto graph = hostsGraph(nranks, 4, false);
+  ASSERT_TRUE(graph && graph->ranksPerHost == 2);
+  const Task rs = deterministicTask(CollType::ReduceScatter, nranks);
+  EXPECT_NEAR(busiestLink(*graph, false, rs), 12.0, 0.01);
+  EXPECT_NEAR(busiestLink(*graph, true, rs), 10.0, 0.01);
+  for (int root : {0, 3, 7}) {
+    const Task reduce = deterministicTask(CollType::Reduce, nranks, root);
+    EXPECT_NEAR(busiestLink(*graph, false, reduce), 6.0, 0.01) << "root " << root;
+    // A root on a middle host takes the previous host's partial and the last host's.
+    const double chain = root / 2 == 0 || root / 2 == 3 ? 1.0 : 2.0;
+    EXPECT_NEAR(busiestLink(*graph, true, reduce), chain, 0.01) << "root " << root;
+    for (int rank = 0; rank < nranks; ++rank) {
+      const PlanShape shape = planShape(*graph, rank, true, reduce);
+      const bool link = rank % 2 == root % 2;
+      EXPECT_EQ(shape.chains, link && !(rank == root && rank / 2 == 3) ? 1 : 0) << "rank " << rank << " root " << root;
+      EXPECT_EQ(shape.owners, rank == root ? 1 : 0) << "rank " << rank << " root " << root;
+      for (int peer : shape.crossPeers) EXPECT_EQ(peer % 2, root % 2) << "rank " << rank << " root " << root;
+    }
   }
 }
 
