@@ -41,8 +41,9 @@ OpPrint makeOpPrint(CollType coll, size_t count, ncclDataType_t dtype, ReduceKin
   return p;
 }
 
-const char* dtypeName(ncclDataType_t t) {
-  switch (t) {
+const char* dtypeName(int t) {
+  if (t < 0 || t >= ncclNumTypes) return "?";
+  switch (static_cast<ncclDataType_t>(t)) {
     case ncclInt8:
       return "int8";
     case ncclUint8:
@@ -110,7 +111,7 @@ std::string wireSuffix(const OpPrint& p) {
 
 int describeOpPrint(const OpPrint& p, char* out, size_t n) {
   const char* name = collName(static_cast<CollType>(p.coll));
-  const char* type = dtypeName(static_cast<ncclDataType_t>(p.dtype));
+  const char* type = dtypeName(p.dtype);
   const auto count = static_cast<unsigned long long>(p.count);
   const std::string wire = wireSuffix(p);
   if (p.op != kNoRedOp && p.root != kNoRoot)

@@ -90,8 +90,10 @@ int describeOpPrint(const OpPrint& p, char* out, size_t n);
 // rank 1: rank 0 called Send(1000 x float), rank 1 called Recv(2000 x float)".
 int describeOpMismatch(const OpMismatchRecord& r, char* out, size_t n);
 
-// Name of a datatype as the messages print it ("float", "int32", ...).
-const char* dtypeName(ncclDataType_t t);
+// Name of a datatype as the messages print it ("float", "int32", ...); "?"
+// for a value that is none (fingerprints come from other processes, so the
+// byte is checked before it becomes an ncclDataType_t).
+const char* dtypeName(int t);
 // Name of a reduction ("sum", "max", "avg", ...).
 const char* reduceKindName(ReduceKind k);
 

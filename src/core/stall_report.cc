@@ -11,7 +11,8 @@ namespace {
 constexpr uint64_t kNoteTag = 0x31544f4e4c415453ull;    // "STALNOT1"
 constexpr uint64_t kStatusTag = 0x3154415453414b52ull;  // "RKSTAT1" + '1'
 
-std::string seconds(int64_t ms) { return std::to_string((ms + 500) / 1000) + " s"; }
+// Rounded to whole seconds; `ms` may be anything a peer's note said.
+std::string seconds(int64_t ms) { return std::to_string(ms / 1000 + (ms % 1000 >= 500 ? 1 : 0)) + " s"; }
 
 struct Groups {
   std::vector<int> waiting, absent;

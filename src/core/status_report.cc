@@ -46,8 +46,7 @@ std::string callJson(const OpActivity::Snapshot& s, int64_t nowMs) {
   const auto type = static_cast<CollType>(c.coll);
   std::string j = "{\"call\": " + jsonString(describeCall(c));
   j += ", \"collective\": \"" + std::string(collName(type)) + "\"";
-  j += ", \"count\": " + std::to_string(c.count) + ", \"datatype\": \"" +
-       dtypeName(static_cast<ncclDataType_t>(c.dtype)) + "\"";
+  j += ", \"count\": " + std::to_string(c.count) + ", \"datatype\": \"" + dtypeName(c.dtype) + "\"";
   if (c.op != kNoRedOp) j += ", \"op\": \"" + std::string(reduceKindName(static_cast<ReduceKind>(c.op))) + "\"";
   if (c.root != kNoRoot) j += ", \"root\": " + std::to_string(c.root);
   j += ", \"tasksInGroup\": " + std::to_string(s.ntasks);

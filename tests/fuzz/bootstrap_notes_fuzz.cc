@@ -14,6 +14,7 @@
 //   5  join records, which ranks leave in the job's store at init
 //      (src/bootstrap/mesh_join.h): an accepted one re-encodes to the input.
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <string>
 
@@ -183,6 +184,12 @@ std::vector<Bytes> seeds() {
   StallNote note{kFrom, true, 7, 6, 64000, kSelf, true};
   out.push_back(tagged(Parser::StallNote, encodeStallNote(note)));
   out.push_back(tagged(Parser::RankStatus, encodeRankStatus(RankStatus{kFrom, false, 6, 6, 63000})));
+  // Inputs libFuzzer found undefined behaviour with (now fixed): a peer that
+  // has not called for INT64_MAX ms, a fingerprint whose datatype is no type.
+  out.push_back(tagged(Parser::RankStatus, encodeRankStatus(RankStatus{kFrom, false, 6, 6, INT64_MAX})));
+  OpMismatchRecord badType = verdict;
+  badType.theirs.dtype = 135;
+  out.push_back(tagged(Parser::SetupNote, opnote::encodeVerdictNote(kFrom, badType)));
   const std::string path = "/dev/shm/chorus-" + std::to_string(kShmOwner) + "-p4026531836-1-3-0";
   out.push_back(tagged(Parser::ShmHandle, Bytes(path.begin(), path.end())));
   p2p::P2pHandle h;
