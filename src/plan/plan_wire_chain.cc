@@ -50,11 +50,6 @@ using sched::Segment;
 using sched::SegmentKind;
 using wirechain::Route;
 
-struct Chain : ChainDims {
-  PlanBuilder& b;
-  const Task& t;
-};
-
 // One share of one shard on its route, and its connector channels.
 struct ShareOf {
   const Route& route;
@@ -64,7 +59,7 @@ struct ShareOf {
   int owner() const { return static_cast<int>(route.absorb.size()) - 1; }
 };
 
-Segment shareSegment(const Chain& c, const ShareOf& sh, SegmentKind kind) {
+Segment shareSegment(const ChainCtx& c, const ShareOf& sh, SegmentKind kind) {
   Segment s = c.b.segment(c.t, kind);
   s.begin = sh.range.begin;
   s.count = sh.range.count;
@@ -74,47 +69,36 @@ Segment shareSegment(const Chain& c, const ShareOf& sh, SegmentKind kind) {
   return s;
 }
 
-// Connects the table entry at base + peer that sends this segment's output to peer.
-ncclResult_t resultEntry(const Chain& c, Segment& s, std::vector<int32_t>& table, size_t base, int peer,
-                         int outChannel) {
-  int16_t id = sched::kNoConn;
-  CHORUS_CHECK(c.b.connect(key(outChannel, peer), true, c.slot, kSlots, &id));
-  table[base + static_cast<size_t>(peer)] = id;
-  if (s.conn[1] == sched::kNoConn) s.conn[1] = id;
-  return ncclSuccess;
-}
-
 // The result's ways out of host h at position p: its other ranks and the
 // hosts the route feeds from h.
-ncclResult_t resultOuts(const Chain& c, const ShareOf& sh, Segment& s, std::vector<int32_t>& table) {
+ncclResult_t resultOuts(const ChainCtx& c, const ShareOf& sh, Segment& s, std::vector<int32_t>& table) {
   const int h = c.host(c.me);
-  const auto base = static_cast<size_t>(c.n);
   for (int l = 0; l < c.G; ++l)
-    if (l != sh.p) CHORUS_CHECK(resultEntry(c, s, table, base, c.at(h, l), sh.channel + 3));
+    if (l != sh.p) CHORUS_CHECK(c.output(s, table, c.at(h, l), sh.channel + 3));
   for (int k = 0; k < c.H; ++k)
-    if (sh.route.parent[k] == h) CHORUS_CHECK(resultEntry(c, s, table, base, c.at(k, sh.p), sh.channel + 2));
+    if (sh.route.parent[k] == h) CHORUS_CHECK(c.output(s, table, c.at(k, sh.p), sh.channel + 2));
   return ncclSuccess;
 }
 
 // This rank as its host's link of the share, or on the last host its owner.
-ncclResult_t link(const Chain& c, const ShareOf& sh) {
+ncclResult_t link(const ChainCtx& c, const ShareOf& sh) {
   const int h = c.host(c.me);
   const bool owner = h == sh.owner();
   Segment s = shareSegment(c, sh, owner ? SegmentKind::WireOwner : SegmentKind::WireChain);
   if (owner) s.blockElems = s.begin;
   std::vector<int32_t> table = ownerTable(c.n);
   const int before = wirechain::previousLink(sh.route, h);
-  if (before >= 0) CHORUS_CHECK(connectInput(c.b, c.slot, s, table, c.at(before, sh.p), sh.channel + 1, true));
+  if (before >= 0) CHORUS_CHECK(c.input(s, table, c.at(before, sh.p), sh.channel + 1, true));
   for (int k = 0; k < c.H; ++k) {
     if (sh.route.absorb[k] != h) continue;
     for (int l = 0; l < c.G; ++l)
-      if (c.at(k, l) != c.me) CHORUS_CHECK(connectInput(c.b, c.slot, s, table, c.at(k, l), sh.channel, false));
+      if (c.at(k, l) != c.me) CHORUS_CHECK(c.input(s, table, c.at(k, l), sh.channel, false));
   }
   if (owner) {
     CHORUS_CHECK(resultOuts(c, sh, s, table));
   } else {
     const int next = wirechain::nextLink(sh.route, h);
-    CHORUS_CHECK(resultEntry(c, s, table, static_cast<size_t>(c.n), c.at(next, sh.p), sh.channel + 1));
+    CHORUS_CHECK(c.output(s, table, c.at(next, sh.p), sh.channel + 1));
   }
   s.ringTable = c.b.addTableEntries(table.data(), 3 * c.n);
   wireplan::lane(c.b, sh.channel + 1, -1, false, c.slot).segments.push_back(s);
@@ -122,7 +106,7 @@ ncclResult_t link(const Chain& c, const ShareOf& sh) {
 }
 
 // Position p of a host other than the owner's: the result in, to the host and on.
-ncclResult_t relay(const Chain& c, const ShareOf& sh) {
+ncclResult_t relay(const ChainCtx& c, const ShareOf& sh) {
   const int h = c.host(c.me);
   Segment s = shareSegment(c, sh, SegmentKind::WireRelay);
   CHORUS_CHECK(c.b.connect(key(sh.channel + 2, c.at(sh.route.parent[h], sh.p)), false, c.slot, kSlots, &s.conn[0]));
@@ -134,7 +118,7 @@ ncclResult_t relay(const Chain& c, const ShareOf& sh) {
 }
 
 // This rank's values to the share's link, unless it is that link.
-ncclResult_t sendValues(const Chain& c, const ShareOf& sh) {
+ncclResult_t sendValues(const ChainCtx& c, const ShareOf& sh) {
   const int to = c.at(sh.route.absorb[c.host(c.me)], sh.p);
   if (to == c.me) return ncclSuccess;
   Segment s = shareSegment(c, sh, SegmentKind::WireSend);
@@ -145,7 +129,7 @@ ncclResult_t sendValues(const Chain& c, const ShareOf& sh) {
 }
 
 // The result of a shard of another position, from this host's rank there.
-ncclResult_t gather(const Chain& c, const ShareOf& sh) {
+ncclResult_t gather(const ChainCtx& c, const ShareOf& sh) {
   const int from = c.at(c.host(c.me), sh.p);
   Segment s = shareSegment(c, sh, SegmentKind::WireGather);
   s.pos = from;
@@ -154,7 +138,7 @@ ncclResult_t gather(const Chain& c, const ShareOf& sh) {
   return ncclSuccess;
 }
 
-ncclResult_t expandShare(const Chain& c, const ShareOf& sh) {
+ncclResult_t expandShare(const ChainCtx& c, const ShareOf& sh) {
   if (sh.range.count == 0) return ncclSuccess;
   const int h = c.host(c.me);
   CHORUS_CHECK(sendValues(c, sh));
@@ -205,7 +189,7 @@ bool wireChainAcrossHosts(const PlanBuilder& b, const Task& t) {
 }
 
 ncclResult_t expandWireChain(PlanBuilder& b, const Task& t) {
-  const Chain c{chainDims(b, t), b, t};
+  const ChainCtx c = chainCtx(b, t);
   const uint32_t valueBytes = wireScatterElemBytes(t), partialBytes = wireComputeBytes(t);
   const std::vector<wirechain::Share> mix = wirechain::chooseRoutes(
       c.H, c.G, wirechain::ElemBytes{valueBytes, partialBytes, static_cast<uint32_t>(typeSize(t.dtype))});

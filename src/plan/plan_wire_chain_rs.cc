@@ -26,7 +26,6 @@
 // them), one for its own shard's finish. Links wait on senders and on the
 // previous link, and on the next link's or the owner's free slots; the owner
 // on the last link. No lane waits on one that waits on it.
-#include <algorithm>
 #include <vector>
 
 #include "core/result.h"
@@ -41,12 +40,7 @@ using namespace wireplan;  // NOLINT(google-build-using-namespace): the channels
 using sched::Segment;
 using sched::SegmentKind;
 
-struct ChainToOwners : ChainDims {
-  PlanBuilder& b;
-  const Task& t;
-};
-
-Segment shardSegment(const ChainToOwners& c, SegmentKind kind, int q) {
+Segment shardSegment(const ChainCtx& c, SegmentKind kind, int q) {
   const WireShard sh = wireShard(c.t, c.n, q);
   Segment s = c.b.segment(c.t, kind);
   s.begin = sh.srcBegin;
@@ -59,7 +53,7 @@ Segment shardSegment(const ChainToOwners& c, SegmentKind kind, int q) {
 }
 
 // This rank's value for shard q to its host's link at q's position.
-ncclResult_t sendValue(const ChainToOwners& c, int q) {
+ncclResult_t sendValue(const ChainCtx& c, int q) {
   const int to = c.at(c.host(c.me), c.pos(q));
   Segment s = shardSegment(c, SegmentKind::WireSend, q);
   s.pos = to;
@@ -70,21 +64,17 @@ ncclResult_t sendValue(const ChainToOwners& c, int q) {
 
 // This rank as its host's link for shard q: the owner on the last host when
 // q is this rank, else a chain link to the next host's link or to q.
-ncclResult_t link(const ChainToOwners& c, int q) {
+ncclResult_t link(const ChainCtx& c, int q) {
   const int h = c.host(c.me), p = c.pos(c.me);
   const bool owner = h == c.H - 1 && q == c.me;
   Segment s = shardSegment(c, owner ? SegmentKind::WireOwner : SegmentKind::WireChain, q);
   std::vector<int32_t> table = ownerTable(c.n);
-  if (h > 0) CHORUS_CHECK(connectInput(c.b, c.slot, s, table, c.at(h - 1, p), kChainPartialChannel, true));
+  if (h > 0) CHORUS_CHECK(c.input(s, table, c.at(h - 1, p), kChainPartialChannel, true));
   for (int l = 0; l < c.G; ++l)
-    if (l != p) CHORUS_CHECK(connectInput(c.b, c.slot, s, table, c.at(h, l), kChainValueChannel, false));
+    if (l != p) CHORUS_CHECK(c.input(s, table, c.at(h, l), kChainValueChannel, false));
   if (!owner) {
-    const int next = h + 1 < c.H ? c.at(h + 1, p) : q;
-    const uint16_t channel = h + 1 < c.H ? kChainPartialChannel : kChainFinishChannel;
-    int16_t id = sched::kNoConn;
-    CHORUS_CHECK(c.b.connect(key(channel, next), true, c.slot, kSlots, &id));
-    table[static_cast<size_t>(c.n) + static_cast<size_t>(next)] = id;
-    s.conn[1] = id;
+    const bool last = h + 1 == c.H;
+    CHORUS_CHECK(c.output(s, table, last ? q : c.at(h + 1, p), last ? kChainFinishChannel : kChainPartialChannel));
   }
   s.ringTable = c.b.addTableEntries(table.data(), 3 * c.n);
   wireplan::lane(c.b, kChainPartialChannel, -1, false, c.slot).segments.push_back(s);
@@ -94,11 +84,11 @@ ncclResult_t link(const ChainToOwners& c, int q) {
 // This rank's own shard, when its host is not the last: the last link's
 // whole partial in, finished (no input of this rank's own: it went into
 // its host's partial on the way).
-ncclResult_t finish(const ChainToOwners& c) {
+ncclResult_t finish(const ChainCtx& c) {
   Segment s = shardSegment(c, SegmentKind::WireOwner, c.me);
   s.pos = -1;
   std::vector<int32_t> table = ownerTable(c.n);
-  CHORUS_CHECK(connectInput(c.b, c.slot, s, table, c.at(c.H - 1, c.pos(c.me)), kChainFinishChannel, true));
+  CHORUS_CHECK(c.input(s, table, c.at(c.H - 1, c.pos(c.me)), kChainFinishChannel, true));
   s.ringTable = c.b.addTableEntries(table.data(), 3 * c.n);
   wireplan::lane(c.b, kChainFinishChannel, -1, false, c.slot).segments.push_back(s);
   return ncclSuccess;
@@ -113,7 +103,7 @@ bool wireChainToOwnersAcrossHosts(const PlanBuilder& b, const Task& t) {
 }
 
 ncclResult_t expandWireChainToOwners(PlanBuilder& b, const Task& t) {
-  const ChainToOwners c{chainDims(b, t), b, t};
+  const ChainCtx c = chainCtx(b, t);
   for (int q = 0; q < c.n; ++q) {
     if (wireShard(t, c.n, q).count == 0) continue;
     if (c.pos(q) != c.pos(c.me))

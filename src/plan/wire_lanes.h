@@ -61,40 +61,55 @@ inline bool acrossHostsForm(const PlanBuilder& b) {
 }
 
 // What both deterministic chains across hosts (plan_wire_chain.cc,
-// plan_wire_chain_rs.cc) work with: ranks, this rank, G ranks on each of H
-// hosts holding consecutive ranks, the slot, and whole blocks per piece such
-// that the widest payload (a partial in the compute type, or a value with
-// PreMulSum's product) fills a slot.
-struct ChainDims {
+// plan_wire_chain_rs.cc) build with: the builder and the task, ranks, this
+// rank, G ranks on each of H hosts holding consecutive ranks, the slot, and
+// whole blocks per piece such that the widest payload (a partial in the
+// compute type, or a value with PreMulSum's product) fills a slot.
+struct ChainCtx {
+  PlanBuilder& b;
+  const Task& t;
   int n, me, G, H;
   uint32_t slot;
   uint64_t pieceElems;
   int host(int r) const { return r / G; }
   int pos(int r) const { return r % G; }
   int at(int h, int p) const { return h * G + p; }
+
+  // Connects a combination's input from `peer` on `channel` into its rank
+  // table (ownerTable; partial: in the compute type); the first input is
+  // also the segment's conn[0], which diagnostics name.
+  ncclResult_t input(sched::Segment& s, std::vector<int32_t>& table, int peer, int channel, bool partial) const {
+    int16_t id = sched::kNoConn;
+    if (const ncclResult_t res = b.connect(key(channel, peer), false, slot, kSlots, &id); res != ncclSuccess)
+      return res;
+    table[static_cast<size_t>(peer)] = id;
+    table[2 * static_cast<size_t>(n) + static_cast<size_t>(peer)] = partial ? 1 : 0;
+    if (s.conn[0] == sched::kNoConn) s.conn[0] = id;
+    return ncclSuccess;
+  }
+  // Connects the table entry n + peer that sends the segment's output to
+  // `peer` on `channel`; the first output is also its conn[1].
+  ncclResult_t output(sched::Segment& s, std::vector<int32_t>& table, int peer, int channel) const {
+    int16_t id = sched::kNoConn;
+    if (const ncclResult_t res = b.connect(key(channel, peer), true, slot, kSlots, &id); res != ncclSuccess) return res;
+    table[static_cast<size_t>(n) + static_cast<size_t>(peer)] = id;
+    if (s.conn[1] == sched::kNoConn) s.conn[1] = id;
+    return ncclSuccess;
+  }
 };
 
-inline ChainDims chainDims(const PlanBuilder& b, const Task& t) {
+inline ChainCtx chainCtx(PlanBuilder& b, const Task& t) {
   const graph::CommGraph& g = *b.graph();
   const uint32_t slot = slotBytes(b);
   const uint32_t widest = std::max(wireScatterElemBytes(t), wireComputeBytes(t));
-  return ChainDims{b.nranks(), b.rank(), g.ranksPerHost,
-                   g.nhosts,   slot,     wire::pieceElemsFor(wire::Format::Native, widest, slot)};
-}
-
-// Connects a combination's input from `peer` on `channel` into its rank
-// table of 3n entries (ownerTable; partial: in the compute type); the first
-// input is also the segment's conn[0], which diagnostics name.
-inline ncclResult_t connectInput(PlanBuilder& b, uint32_t slot, sched::Segment& s, std::vector<int32_t>& table,
-                                 int peer, int channel, bool partial) {
-  const size_t n = table.size() / 3;
-  int16_t id = sched::kNoConn;
-  const ncclResult_t res = b.connect(key(channel, peer), false, slot, kSlots, &id);
-  if (res != ncclSuccess) return res;
-  table[static_cast<size_t>(peer)] = id;
-  table[2 * n + static_cast<size_t>(peer)] = partial ? 1 : 0;
-  if (s.conn[0] == sched::kNoConn) s.conn[0] = id;
-  return ncclSuccess;
+  return ChainCtx{b,
+                  t,
+                  b.nranks(),
+                  b.rank(),
+                  g.ranksPerHost,
+                  g.nhosts,
+                  slot,
+                  wire::pieceElemsFor(wire::Format::Native, widest, slot)};
 }
 
 // The lane of one segment (each wire segment has its own, so they progress

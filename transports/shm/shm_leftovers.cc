@@ -76,10 +76,10 @@ bool isSegmentPathOf(const std::string& path, int ownerPid) {
   if (path.find('\0') != std::string::npos || slash == std::string::npos || slash + 1 >= path.size()) return false;
   unsigned long long pid = 0, ns = 0;
   const char* name = path.c_str() + slash + 1;
-  // The owner writes its pid without leading zeros: the name must start so.
+  // The owner writes its pid without leading zeros, so the name starts with
+  // exactly this (which also makes the parsed pid the owner's).
   const std::string start = std::string(kPrefix) + std::to_string(ownerPid) + "-p";
-  return parseSegmentName(name, &pid, &ns) && pid == static_cast<unsigned long long>(ownerPid) &&
-         std::strncmp(name, start.c_str(), start.size()) == 0;
+  return std::strncmp(name, start.c_str(), start.size()) == 0 && parseSegmentName(name, &pid, &ns);
 }
 
 int removeLeftoverSegments(const std::string& dir) {
