@@ -103,12 +103,15 @@ CHORUS_HD CHORUS_INLINE uint32_t computePartialBytes(uint32_t n) {
   return n * uint32_t(sizeof(ComputeOf<T>));
 }
 
-// What the owner of a block needs. `in[r]` is rank r's received block (null
+// What the owner of a block needs. `in[r]` is rank r's received piece (null
 // for the owner itself, whose input is `x`, and for ranks whose contribution
-// reaches it inside another rank's); `partial`, when set, marks the inputs
-// that are partials in the compute type (partialBlock, chainBlock) rather
-// than blocks in the wire's format. `out`, when set, receives the result's encoding for the gather
-// phase (`outBytes` its size). The owner's
+// reaches it inside another rank's), of which this is block `block`: its
+// bytes start `block` whole blocks into the piece (inputBlockAt). `partial`,
+// when set, marks the inputs that are partials in the compute type
+// (partialBlock, chainBlock) rather than blocks in the wire's format. `x`,
+// `residual`, `y` and `out` point at this block itself. `out`, when set,
+// receives the result's encoding for the gather phase (`outBytes` its
+// size). The owner's
 // output `y` is what every rank decodes from `out` (or the result rounded to
 // T without a gather phase). `lossScale`: nranks for an average, else 1 (the
 // result's quantization loss in units of one contribution). `residual`, `y`
@@ -120,6 +123,7 @@ struct OwnerBlock {
   int nranks, self;
   const uint8_t* const* in;
   const uint8_t* partial;  // null: no input is a partial
+  uint64_t block;          // this block's index in the pieces of `in`
   const T* x;
   float* residual;  // compressed with error feedback: this block's entries, else null
   uint32_t n;
@@ -128,6 +132,14 @@ struct OwnerBlock {
   uint32_t outBytes;
   float lossScale;
 };
+
+// Where block b.block of rank r's received piece starts.
+template <typename T>
+CHORUS_HD CHORUS_INLINE const uint8_t* inputBlockAt(const OwnerBlock<T>& b, int r, bool isPartial) {
+  const uint64_t whole = isPartial ? computePartialBytes<T>(kWireBlockElems)
+                                   : encodedBytes(b.format, nativeScatterBytes<T>(b.preMul), kWireBlockElems);
+  return b.in[r] + b.block * whole;
+}
 
 // Rank r's contributions (compute type) to the block, into v.
 template <typename T, typename Fn>
@@ -144,8 +156,9 @@ CHORUS_HD CHORUS_INLINE void contributions(const OwnerBlock<T>& b, const Fn& fn,
     }
     return;
   }
-  const uint8_t* CHORUS_RESTRICT in = b.in[r];
-  if (b.partial && b.partial[r]) {
+  const bool isPartial = b.partial && b.partial[r];
+  const uint8_t* CHORUS_RESTRICT in = inputBlockAt(b, r, isPartial);
+  if (isPartial) {
     memcpy(v, in, n * sizeof(C));
     return;
   }
@@ -208,6 +221,9 @@ CHORUS_HD CHORUS_INLINE void combineInputs(const OwnerBlock<T>& b, const Fn& fn,
     if (!first) forBlock(b.n, [&](uint32_t i) CHORUS_LAMBDA_INLINE { acc[i] = fn.combine(acc[i], v[i]); });
     first = false;
   }
+  // No input at all (a table that names none, which the plans never make):
+  // a defined result rather than stack contents.
+  if (first) forBlock(b.n, [&](uint32_t i) CHORUS_LAMBDA_INLINE { acc[i] = ComputeOf<T>(0); });
 }
 
 // The owner's combine in rank order 0..n-1, then avg's division, then the result.

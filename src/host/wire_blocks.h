@@ -1,6 +1,7 @@
 // The block loops of one piece of a direct reduction (docs/wire.md) on the
-// host: kernels/common/wire_reduce.h's block rules applied block by block to
-// a piece of `n` elements, straight between the user's buffers and the
+// host: kernels/common/wire_piece.h's loops over wire_reduce.h's block rules
+// (shared code, written for the lane kernel too), run over every block of a
+// piece of `n` elements, straight between the user's buffers and the
 // connector slots. The loops are compiled twice from the same code, for the
 // baseline x86-64 (or any other) target and for AVX2 + F16C, and the AVX2
 // build runs where the CPU has it (host_reduce.h's SimdLevel, which tests and
@@ -37,8 +38,7 @@ uint32_t wireGather(const WirePiece& p, const uint8_t* in, void* y);
 uint32_t wirePartial(const WirePiece& p, const void* x, float* residual, uint8_t* out);
 
 // The owner's combine of a piece: in[r] is rank r's received piece (null for
-// `self`, whose input is `x`, and for ranks that send it nothing), advanced
-// past the piece on return; partial[r] (when set) marks partials in the
+// `self`, whose input is `x`, and for ranks that send it nothing); partial[r] (when set) marks partials in the
 // compute type among them; `out`, when set, receives the result's encoding. Returns the bytes
 // written at `out`.
 struct WireOwnerIo {
