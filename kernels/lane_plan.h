@@ -130,6 +130,13 @@ struct LaneLaunch {
   const OpPrint* prints = nullptr;
   int nTasks = 0;
   int32_t rank = -1;  // this rank, for mismatch records
+  // A wire launch (docs/wire.md): the lanes of one direct reduction, run by
+  // the wire kernel (kernels/colls/wire_kernel.cuh), with the task's wire
+  // format (wire::Format) and its error-feedback residual (device memory,
+  // indexed like the task's input; null: none).
+  bool wire = false;
+  uint8_t wireFormat = 0;
+  float* residual = nullptr;
 };
 
 // Capacity of one launch. A plan that needs more is split by the executor at
@@ -139,6 +146,8 @@ inline constexpr int kLaunchMaxFifos = 128;
 inline constexpr int kLaunchMaxSegments = 192;
 inline constexpr int kLaunchMaxRankTable = 1024;
 inline constexpr int kLaunchMaxTasks = 88;
+// Ranks a wire segment's table can name (an owner's holds 3 entries per rank).
+inline constexpr int kWireMaxRanks = kLaunchMaxRankTable / 3;
 static_assert(kLaunchMaxLanes <= 64, "LaneWaits has 64 entries; DevFifo::drainBy is an int8_t");
 
 // The kernel's parameter block (passed by value, __grid_constant__). The

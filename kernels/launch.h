@@ -45,13 +45,17 @@ cudaError_t launchReduce(const ReduceLaunch& args, cudaStream_t stream);
 // memory) to learn about aborts, timeouts and protocol violations.
 cudaError_t launchLanes(const LaneLaunch& args, cudaStream_t stream);
 
+// Runs a wire launch (LaneLaunch::wire: the lanes of one direct reduction,
+// docs/wire.md) with the wire kernel; otherwise as launchLanes.
+cudaError_t launchWire(const LaneLaunch& args, cudaStream_t stream);
+
 // Validates `args` against the kernel's limits and copies it into `params`:
 // cudaErrorInvalidValue for more lanes, connector ends or steps than a launch
 // holds, indices out of range, a bad thread count, or an LL piece that does
 // not fit the shared-memory stage. `elemBytes` is the element size.
 cudaError_t packLaneParams(const LaneLaunch& args, size_t elemBytes, LaneParams* params);
 
-// Loads every lane kernel of this build on the current device now. With lazy
+// Loads every lane and wire kernel of this build on the current device now. With lazy
 // module loading, a kernel's first launch may wait for the device to go idle,
 // which never happens while another rank's lane kernel spins waiting for it;
 // the executor calls this once per device before its first launch.

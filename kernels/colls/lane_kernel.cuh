@@ -325,14 +325,21 @@ __device__ inline bool drainSends(const LaneParams& P, Waiter& w) {
   return true;
 }
 
+// The launch's reduction functor: PreMulSum's scalar from device memory or
+// the header's copy of a host scalar, SumPostDiv's divisor.
+template <typename T, ReduceKind K>
+__device__ __forceinline__ auto launchFunctor(const LaneParams& P) {
+  const void* scalar = P.L.scalar != nullptr ? P.L.scalar : static_cast<const void*>(&P.L.scalarBits);
+  return FunctorOf<T, K>::make(scalar, P.L.divisor);
+}
+
 template <typename T, ReduceKind K>
 __global__ void __launch_bounds__(kLaneMaxThreads) laneKernel(const __grid_constant__ LaneParams P) {
   __shared__ LaneShared sh;
   if (threadIdx.x == 0) sh.failed = 0;
   __syncthreads();
   const DevLane lane = P.lanes[blockIdx.x];
-  const void* scalar = P.L.scalar != nullptr ? P.L.scalar : static_cast<const void*>(&P.L.scalarBits);
-  const auto fn = FunctorOf<T, K>::make(scalar, P.L.divisor);
+  const auto fn = launchFunctor<T, K>(P);
   Waiter w(P, &sh.failed);
   for (uint32_t g = 0; g < lane.nSegments; ++g) {
     const sched::Segment& seg = P.segments[lane.firstSegment + g];
@@ -343,16 +350,23 @@ __global__ void __launch_bounds__(kLaneMaxThreads) laneKernel(const __grid_const
   if (threadIdx.x == 0 && drainSends(P, w)) w.laneEnded();
 }
 
-template <typename T, ReduceKind K>
-cudaError_t launchLanesKind(const LaneLaunch& L, cudaStream_t stream) {
+// Checks and packs `L` (elements of `elemBytes`) and launches `kernel` with
+// one block per lane.
+inline cudaError_t launchPacked(void (*kernel)(LaneParams), const LaneLaunch& L, size_t elemBytes,
+                                cudaStream_t stream) {
   if (L.nLanes <= 0) return cudaSuccess;
   // Built per launch on the host stack; the launch copies it.
   LaneParams params;
-  const cudaError_t packed = packLaneParams(L, sizeof(T), &params);
+  const cudaError_t packed = packLaneParams(L, elemBytes, &params);
   if (packed != cudaSuccess) return packed;
   (void)cudaGetLastError();  // report this launch's error, not an earlier one (e.g. an event query's NotReady)
-  laneKernel<T, K><<<L.nLanes, L.threads, 0, stream>>>(params);
+  kernel<<<L.nLanes, L.threads, 0, stream>>>(params);
   return cudaGetLastError();
+}
+
+template <typename T, ReduceKind K>
+cudaError_t launchLanesKind(const LaneLaunch& L, cudaStream_t stream) {
+  return launchPacked(laneKernel<T, K>, L, sizeof(T), stream);
 }
 
 }  // namespace chorus::dev

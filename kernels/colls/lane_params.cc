@@ -8,14 +8,65 @@
 namespace chorus::dev {
 namespace {
 
-bool fifoIndexValid(int16_t idx, int nFifos) { return idx >= 0 && idx < nFifos; }
+bool fifoIndexValid(int32_t idx, int nFifos) { return idx >= 0 && idx < nFifos; }
+
+// The launch's (type, reduction) has the wire format: compressed formats
+// for float, half and bf16 with sum or avg; the native format for all.
+bool wireFormatValid(const LaneLaunch& a) {
+  if (a.wireFormat == 0) return true;
+  if (a.wireFormat > 3) return false;
+  const bool type = a.type == ncclFloat32 || a.type == ncclFloat16 || a.type == ncclBfloat16;
+  return type && (a.kind == ReduceKind::Sum || a.kind == ReduceKind::SumPostDiv);
+}
+
+// Entries [from, to) of a wire segment's table name fifos or none; at least
+// one when `needOne`.
+bool tableFifosValid(const int32_t* table, int from, int to, int nFifos, bool needOne) {
+  bool any = false;
+  for (int e = from; e < to; ++e) {
+    if (table[e] == sched::kNoConn) continue;
+    if (!fifoIndexValid(table[e], nFifos)) return false;
+    any = true;
+  }
+  return any || !needOne;
+}
+
+// A wire segment (wire_kernel.cuh): the connectors and the table its kind
+// uses, in range.
+bool wireSegmentValid(const sched::Segment& s, const LaneLaunch& a) {
+  const int n = s.nranks;
+  if (n < 1 || n > kWireMaxRanks || s.roundElems == 0) return false;
+  switch (s.kind) {
+    case sched::SegmentKind::WireSend:
+    case sched::SegmentKind::WirePartial:
+      return s.conn[1] != sched::kNoConn && (s.src != nullptr || s.count == 0);
+    case sched::SegmentKind::WireGather:
+      return s.conn[0] != sched::kNoConn && (s.dst != nullptr || s.count == 0);
+    case sched::SegmentKind::WireRelay:
+      if (s.conn[0] == sched::kNoConn || s.ringTable < 0 || s.ringTable + 2 * n > a.nRankTable) return false;
+      if (s.dst == nullptr && s.count > 0) return false;
+      return tableFifosValid(a.rankTable + s.ringTable, n, 2 * n, a.nFifos, false);
+    default: {  // the combines: WireOwner, WireHostSum, WireChain
+      if (s.ringTable < 0 || s.ringTable + 3 * n > a.nRankTable || s.pos < -1 || s.pos >= n) return false;
+      // The owner writes its output; a combine with its own input (pos) reads it.
+      const bool writes = s.kind == sched::SegmentKind::WireOwner;
+      if (s.count > 0 && ((writes && s.dst == nullptr) || (s.pos >= 0 && s.src == nullptr))) return false;
+      const int32_t* table = a.rankTable + s.ringTable;
+      const bool mustSend = s.kind != sched::SegmentKind::WireOwner;
+      return tableFifosValid(table, 0, n, a.nFifos, false) && tableFifosValid(table, n, 2 * n, a.nFifos, mustSend);
+    }
+  }
+}
 
 // Every connector id a segment's steps can name is a valid fifo index, and
 // its kind's parameters keep the generated steps in range.
-bool segmentValid(const sched::Segment& s, int nFifos, int nRankTable, int nTasks) {
-  if (nTasks > 0 && s.task >= nTasks) return false;
+bool segmentValid(const sched::Segment& s, const LaneLaunch& a) {
+  const int nFifos = a.nFifos, nRankTable = a.nRankTable;
+  if (a.nTasks > 0 && s.task >= a.nTasks) return false;
   for (int16_t c : s.conn)
     if (c != sched::kNoConn && !fifoIndexValid(c, nFifos)) return false;
+  // A wire launch runs wire segments only, with the wire kernel; the lane kernel none.
+  if (sched::isWireKind(s.kind) != a.wire) return false;
   switch (s.kind) {
     case sched::SegmentKind::Single: {
       // Without a local output the result goes to the first send slot.
@@ -54,7 +105,7 @@ bool segmentValid(const sched::Segment& s, int nFifos, int nRankTable, int nTask
     case sched::SegmentKind::WireHostSum:
     case sched::SegmentKind::WireRelay:
     case sched::SegmentKind::WireChain:
-      return false;  // docs/wire.md: the lane kernel does not run the wire segments yet (host mode only)
+      return wireSegmentValid(s, a);
   }
   return false;
 }
@@ -99,9 +150,9 @@ void copyArray(E* to, const E* from, int n) {
 }  // namespace
 
 cudaError_t packLaneParams(const LaneLaunch& args, size_t elemBytes, LaneParams* params) {
-  if (!countsValid(args)) return cudaErrorInvalidValue;
+  if (!countsValid(args) || !wireFormatValid(args)) return cudaErrorInvalidValue;
   for (int i = 0; i < args.nSegments; ++i)
-    if (!segmentValid(args.segments[i], args.nFifos, args.nRankTable, args.nTasks)) return cudaErrorInvalidValue;
+    if (!segmentValid(args.segments[i], args)) return cudaErrorInvalidValue;
   for (int i = 0; i < args.nLanes; ++i)
     if (!laneValid(args.lanes[i], args.nSegments, elemBytes) || !directOnlyInSimple(args.lanes[i], args.segments))
       return cudaErrorInvalidValue;

@@ -4,6 +4,7 @@
 #include "core/comm.h"
 #include "core/result.h"
 #include "core/wire_residuals.h"
+#include "gpu/gpu_runtime.h"
 #include "kernels/common/wire_codec.h"
 
 namespace chorus {
@@ -51,7 +52,6 @@ ncclResult_t checkConfig(const Task& t, const chorusReduceConfig_t& c, const cha
 // ReduceScatter), with library-managed residuals under CHORUS_WIRE_FEEDBACK.
 ncclResult_t fromEnvironment(Task* t) {
   const CommConfig& cfg = t->comm->config;
-  if (!t->comm->id.hostMode) return ncclSuccess;  // logged at init: the knobs are host-mode only for now
   t->wire.deterministic = cfg.deterministic;
   if (cfg.wire == 0) return ncclSuccess;  // the common case: no compression asked for
   const bool kind = t->type == CollType::AllReduce || t->type == CollType::ReduceScatter;
@@ -60,7 +60,8 @@ ncclResult_t fromEnvironment(Task* t) {
   t->wire.format = cfg.wire;
   if (cfg.wireFeedback) {
     const size_t n = t->type == CollType::ReduceScatter ? t->count * static_cast<size_t>(t->comm->id.nranks) : t->count;
-    t->wire.residual = t->comm->wireResiduals->residualFor(t->sendbuff, n);
+    CHORUS_CHECK(t->comm->wireResiduals->residualFor(
+        t->sendbuff, n, t->comm->id.hostMode ? nullptr : &gpu::mapHostMemory, &t->wire.residual));
   }
   return ncclSuccess;
 }
@@ -74,9 +75,12 @@ ncclResult_t configureWire(Task* t, bool explicitConfig, const chorusReduceConfi
   t->wire.format = static_cast<uint8_t>(enumValue(c.wire));
   t->wire.residual = c.residual;
   t->wire.deterministic = c.deterministic != 0 || t->comm->config.deterministic;
-  if (t->wire.active() && !t->comm->id.hostMode)
-    return fail(ncclInvalidUsage,
-                "%s: compressed wires and deterministic mode run in host mode only in this build (docs/wire.md)", fn);
+  int device = -1;
+  if (c.residual != nullptr && !t->comm->id.hostMode && !gpu::devicePointer(c.residual, &device))
+    return fail(ncclInvalidArgument,
+                "%s: in GPU mode the residual (error feedback) must be memory the GPU can access (device memory or "
+                "mapped host memory); %p is not",
+                fn, static_cast<const void*>(c.residual));
   return ncclSuccess;
 }
 

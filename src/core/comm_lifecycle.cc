@@ -127,14 +127,14 @@ void logWireKnobs(const ncclComm* comm) {
   if (c.wire != 0)
     CHORUS_INFO(kLogInit,
                 "comm %p rank %d: CHORUS_WIRE=%s: float/half/bf16 sum and avg AllReduce and "
-                "ReduceScatter of >= %llu bytes travel compressed%s%s",
+                "ReduceScatter of >= %llu bytes travel compressed%s",
                 (void*)comm, comm->id.rank, kWires[c.wire & 3], (unsigned long long)c.wireMinBytes,
-                c.wireFeedback ? ", with error feedback" : "", comm->id.hostMode ? "" : " (ignored: GPU mode)");
+                c.wireFeedback ? ", with error feedback" : "");
   if (c.deterministic)
     CHORUS_INFO(kLogInit,
                 "comm %p rank %d: CHORUS_DETERMINISTIC=1: every reduction is the rank-order sum, rounded "
-                "once%s",
-                (void*)comm, comm->id.rank, comm->id.hostMode ? "" : " (ignored: GPU mode)");
+                "once",
+                (void*)comm, comm->id.rank);
 }
 
 ncclResult_t initMembers(ncclComm* comm, MemberSpec spec) {

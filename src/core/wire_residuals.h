@@ -3,37 +3,68 @@
 // buffer's address and element count, so a training loop that reduces the
 // same gradient buffers every step gets the same residuals back. They live
 // until the communicator is destroyed (or finalized and destroyed); a buffer
-// that moves gets new residuals (the old ones stay until then).
+// that moves gets new residuals (the old ones stay until then). In GPU mode
+// they are pinned host memory mapped for the kernels (read and written over
+// the bus, once per element per call), which needs no stream operation and so
+// is safe inside a CUDA graph capture.
 #pragma once
 
 #include <cstddef>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <utility>
 #include <vector>
+
+#include "core/result.h"
 
 namespace chorus {
 
 class WireResiduals {
  public:
-  // The residual array of (buffer, count), created zeroed on first use.
-  float* residualFor(const void* buffer, size_t count) {
+  // Makes a new array reachable by the executor and returns the address it
+  // uses (GPU mode: pinned and mapped for the kernels, gpu::mapHostMemory;
+  // the mapping lasts as long as *keep). Host mode needs none.
+  using Map = ncclResult_t (*)(void* base, size_t bytes, std::shared_ptr<void>* keep, void** address);
+
+  // The residual array of (buffer, count), created zeroed on first use, in
+  // *out (the executor's address of it).
+  ncclResult_t residualFor(const void* buffer, size_t count, Map map, float** out) {
     std::lock_guard<std::mutex> lock(mutex_);
-    std::vector<float>& r = residuals_[{buffer, count}];
-    if (r.size() != count) r.assign(count, 0.0f);
-    return r.data();
+    Entry& e = residuals_[{buffer, count}];
+    if (e.values.size() != count) {
+      e.keep.reset();
+      e.values.assign(count, 0.0f);
+      e.address = e.values.data();
+      if (map != nullptr) {
+        void* address = nullptr;
+        const ncclResult_t mapped = map(e.values.data(), count * sizeof(float), &e.keep, &address);
+        if (mapped != ncclSuccess) {
+          residuals_.erase({buffer, count});
+          return mapped;
+        }
+        e.address = static_cast<float*>(address);
+      }
+    }
+    *out = e.address;
+    return ncclSuccess;
   }
   // Bytes held (for the docs' memory statement and the tests).
   size_t bytes() const {
     std::lock_guard<std::mutex> lock(mutex_);
     size_t b = 0;
-    for (const auto& [key, r] : residuals_) b += r.size() * sizeof(float);
+    for (const auto& [key, e] : residuals_) b += e.values.size() * sizeof(float);
     return b;
   }
 
  private:
+  struct Entry {
+    std::vector<float> values;
+    std::shared_ptr<void> keep;  // declared after values: unmapped before they are freed
+    float* address = nullptr;
+  };
   mutable std::mutex mutex_;
-  std::map<std::pair<const void*, size_t>, std::vector<float>> residuals_;
+  std::map<std::pair<const void*, size_t>, Entry> residuals_;
 };
 
 }  // namespace chorus

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/result.h"
+#include "plan/wire_geometry.h"
 
 namespace chorus::gpu {
 namespace {
@@ -61,20 +62,24 @@ class LaunchBuilder {
     for (; *cursor < lane.segments.size() && allowed.count(lane.segments[*cursor].task) != 0; ++*cursor) {
       sched::Segment seg = lane.segments[*cursor];
       if (sched::segmentSteps(seg) == 0) continue;
+      LaneEnds ends{laneId, &drains, &minSlot};
       bool peerReads = false;
       for (int16_t& c : seg.conn) {
         if (c == sched::kNoConn) continue;
-        const ConnRef& ref = plan_.conns[static_cast<size_t>(c)];
         int idx = 0;
-        CHORUS_CHECK(fifoIndex(ref, laneId, out, &idx));
-        if (ref.send != nullptr && drained(plan_, ref.send)) drains.push_back(idx);
-        minSlot = std::min(minSlot, ref.end().slotBytes);
+        CHORUS_CHECK(connectorIndex(c, ends, out, &idx));
+        const ConnRef& ref = plan_.conns[static_cast<size_t>(c)];
         peerReads = ref.send != nullptr && ref.end().peerReadsOurBuffers;
         c = static_cast<int16_t>(idx);
       }
       // Zero-copy only where the receiver can read this rank's memory.
       if (!peerReads) seg.flags = static_cast<uint8_t>(seg.flags & ~sched::kSegDirect);
-      if (seg.ringTable >= 0) seg.ringTable = ringTableIndex(seg, out);
+      if (sched::isWireKind(seg.kind)) {
+        CHORUS_CHECK(wireTableIndex(seg, ends, out, &seg.ringTable));
+        CHORUS_CHECK(checkWirePiece(seg, minSlot, laneId));
+      } else if (seg.ringTable >= 0) {
+        seg.ringTable = ringTableIndex(seg, out);
+      }
       if (asBytes) seg = sched::asBytes(seg, typeSize(plan_.tasks[seg.task].dtype));
       seg.task = launchTask(seg.task, out);
       out->segments.push_back(seg);
@@ -91,6 +96,69 @@ class LaunchBuilder {
   }
 
  private:
+  // What registering a connector of lane `laneId` updates.
+  struct LaneEnds {
+    int laneId;
+    std::vector<int>* drains;  // fifos of send ends the lane drains
+    uint32_t* minSlot;         // the smallest slot of the lane's connectors
+  };
+
+  // The launch's fifo index of plan connector `conn`, registered for the lane.
+  ncclResult_t connectorIndex(int32_t conn, const LaneEnds& ends, LaunchArrays* out, int* idx) {
+    if (conn < 0 || static_cast<size_t>(conn) >= plan_.conns.size())
+      return fail(ncclInternalError, "GPU plan: lane %d names connector %d of %zu", ends.laneId, conn,
+                  plan_.conns.size());
+    const ConnRef& ref = plan_.conns[static_cast<size_t>(conn)];
+    if (ref.recv == nullptr && ref.send == nullptr)
+      return fail(ncclInternalError, "GPU plan: connector %d of lane %d has no end", conn, ends.laneId);
+    CHORUS_CHECK(fifoIndex(ref, ends.laneId, out, idx));
+    if (ref.send != nullptr && drained(plan_, ref.send)) ends.drains->push_back(*idx);
+    *ends.minSlot = std::min(*ends.minSlot, ref.end().slotBytes);
+    return ncclSuccess;
+  }
+
+  // The launch's copy of a wire segment's rank table (sched::Segment's
+  // ringTable for the wire kinds): its connector entries (the first 2n)
+  // become fifo indices of the segment's lane; an owner's partial flags (the
+  // last n) are copied.
+  ncclResult_t wireTableIndex(const sched::Segment& seg, const LaneEnds& ends, LaunchArrays* out, int32_t* at) {
+    if (seg.ringTable < 0) return ncclSuccess;  // senders and gatherers have none
+    const int n = seg.nranks;
+    const bool relay = seg.kind == sched::SegmentKind::WireRelay;
+    const size_t entries = static_cast<size_t>(relay ? 2 * n : 3 * n);
+    if (n < 1 || n > dev::kWireMaxRanks || static_cast<size_t>(seg.ringTable) + entries > plan_.rankTable.size())
+      return fail(ncclInternalError, "GPU plan: a wire table of %d ranks at %d does not fit the plan's %zu entries", n,
+                  seg.ringTable, plan_.rankTable.size());
+    const int32_t* from = plan_.rankTable.data() + seg.ringTable;
+    const size_t connectorEntries = 2 * static_cast<size_t>(n);
+    *at = static_cast<int32_t>(out->rankTable.size());
+    for (size_t e = 0; e < entries; ++e) {
+      int32_t v = from[e];
+      if (e < connectorEntries && v != sched::kNoConn) {
+        int idx = 0;
+        CHORUS_CHECK(connectorIndex(v, ends, out, &idx));
+        v = idx;
+      }
+      out->rankTable.push_back(v);
+    }
+    return ncclSuccess;
+  }
+
+  // A wire piece travels in one slot whatever it carries (the encoding of
+  // either phase, or a partial in the compute type).
+  ncclResult_t checkWirePiece(const sched::Segment& seg, uint32_t minSlot, int laneId) const {
+    const Task& t = plan_.tasks[seg.task];
+    const uint64_t n = std::min(seg.roundElems, seg.count);
+    const wire::Format f = wireFormat(t);
+    const uint64_t bytes = std::max({wire::encodedBytes(f, wireScatterElemBytes(t), n),
+                                     wire::encodedBytes(f, static_cast<uint32_t>(typeSize(t.dtype)), n),
+                                     uint64_t(wireComputeBytes(t)) * n});
+    if (seg.roundElems == 0 || (minSlot != UINT32_MAX && bytes > minSlot))
+      return fail(ncclInternalError, "GPU plan: lane %d moves wire pieces of %llu bytes through %u-byte slots", laneId,
+                  static_cast<unsigned long long>(bytes), minSlot);
+    return ncclSuccess;
+  }
+
   ncclResult_t fifoIndex(const ConnRef& ref, int laneId, LaunchArrays* out, int* idx) {
     const void* connector = ref.recv ? static_cast<const void*>(ref.recv) : static_cast<const void*>(ref.send);
     const FifoEnd& end = ref.end();
@@ -141,6 +209,7 @@ class LaunchBuilder {
 struct TaskUnit {
   std::vector<size_t> tasks;
   bool p2p = false;
+  bool wire = false;  // a direct reduction (docs/wire.md): a launch of its own, run by the wire kernel
 };
 
 std::vector<TaskUnit> taskUnits(const std::vector<Task>& tasks) {
@@ -151,7 +220,7 @@ std::vector<TaskUnit> taskUnits(const std::vector<Task>& tasks) {
     if (isPointToPoint(tasks[i].type)) p2p.tasks.push_back(i);
   if (!p2p.tasks.empty()) units.push_back(std::move(p2p));
   for (size_t i = 0; i < tasks.size(); ++i)
-    if (!isPointToPoint(tasks[i].type)) units.push_back({{i}, false});
+    if (!isPointToPoint(tasks[i].type)) units.push_back({{i}, false, tasks[i].wire.active()});
   return units;
 }
 
@@ -182,8 +251,8 @@ bool fits(const LaunchArrays& l) {
 
 // Builds the launch of the tasks of units u..w from `base` cursors; every
 // lane takes its steps of those tasks, in order.
-ncclResult_t tryLaunch(const Plan& plan, const PositionFor& positionFor, const std::vector<TaskUnit>& units,
-                       size_t u, size_t w, const Attempt& base, Attempt* out) {
+ncclResult_t tryLaunch(const Plan& plan, const PositionFor& positionFor, const std::vector<TaskUnit>& units, size_t u,
+                       size_t w, const Attempt& base, Attempt* out) {
   *out = base;
   out->launch = LaunchArrays{};
   std::set<size_t> allowed;
@@ -196,6 +265,12 @@ ncclResult_t tryLaunch(const Plan& plan, const PositionFor& positionFor, const s
   h.scalar = spec.scalar;
   h.divisor = spec.divisor;
   out->launch.scalarOnHost = spec.scalarOnHost;
+  if (units[u].wire) {
+    const Task& t = plan.tasks[units[u].tasks[0]];
+    h.wire = true;
+    h.wireFormat = t.wire.format;
+    h.residual = t.wire.residual;
+  }
   LaunchBuilder builder(plan, positionFor, &out->laneOfConnector);
   for (size_t l = 0; l < plan.lanes.size(); ++l)
     CHORUS_CHECK(
@@ -209,6 +284,7 @@ ncclResult_t tryLaunch(const Plan& plan, const PositionFor& positionFor, const s
 }
 
 bool sameLaunchSpec(const Plan& plan, const TaskUnit& a, const TaskUnit& b) {
+  if (a.wire || b.wire) return false;  // one task per wire launch: its format and residual are the launch's
   if (a.p2p || b.p2p) return a.p2p && b.p2p;
   return sameSpec(launchSpecOf(plan.tasks[a.tasks[0]], false), launchSpecOf(plan.tasks[b.tasks[0]], false));
 }

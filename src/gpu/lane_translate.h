@@ -16,7 +16,11 @@
 // Consecutive point-to-point tasks form one unit that is never split either
 // (a send and a receive of one group may depend on each other in any order);
 // they move bytes, so the unit runs as one byte-copy launch whatever its
-// datatypes. Connector ends keep their position counters in device memory
+// datatypes. A direct reduction (compressed wires, deterministic mode,
+// docs/wire.md) gets a launch of its own, marked LaneLaunch::wire with the
+// task's format and residual, which the wire kernel runs; its segments' rank
+// tables name connectors, which become fifo indices like Segment::conn.
+// Connector ends keep their position counters in device memory
 // (they must survive from launch to launch and through CUDA graph replays);
 // the caller says where.
 #pragma once

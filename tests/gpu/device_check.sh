@@ -377,8 +377,8 @@ fi
 # ---- GPU tests: kernels bit-identical to the host loops, the public API in GPU mode
 # The cheap kernel cases (hundreds of short ones) in one process; the rest
 # through ctest, one process per case, 4 at a time, 60 s each at most.
-cheap_filter='AllTypesAndKinds/*:ReduceKernelArgs.*:LaneParamsChecks.*'
-cheap_regex='^(AllTypesAndKinds/|ReduceKernelArgs[.]|LaneParamsChecks[.]|GpuFailure[.])'
+cheap_filter='AllTypesAndKinds/*:ReduceKernelArgs.*:LaneParamsChecks.*:WireParamsChecks.*'
+cheap_regex='^(AllTypesAndKinds/|ReduceKernelArgs[.]|LaneParamsChecks[.]|WireParamsChecks[.]|GpuFailure[.])'
 if have "$gpu_tests" gpu-kernel-tests; then
   run gpu-kernel-tests 90 gtest "$gpu_tests" --gtest_filter="$cheap_filter"
   grep -E '^\[  FAILED  \] [A-Za-z]' "$work/gpu-kernel-tests.log" | sed 's/, where .*//; s/ ([0-9]* ms)$//' |

@@ -25,7 +25,7 @@ def check(cond, what):
 p, out = run("all")
 check(p.returncode == 0, "'all' generates")
 names = open(os.path.join(out, "instances.txt")).read().split()
-check(len(names) == 2 * 12 + 1, f"'all': one file per family and type plus dispatch ({len(names)})")
+check(len(names) == 3 * 12 + 1, f"'all': one file per family and type plus dispatch ({len(names)})")
 dispatch = open(os.path.join(out, "dispatch.cu")).read()
 check('return "all"' in dispatch, "'all' is reported by kernelFilter()")
 
@@ -33,7 +33,7 @@ p, out = run("f32:sum, bf16:*")
 check(p.returncode == 0, "a list with a wildcard generates")
 names = sorted(open(os.path.join(out, "instances.txt")).read().split())
 check(names == ["dispatch.cu", "lanes_bf16.cu", "lanes_f32.cu", "lanes_u8.cu", "reduce_bf16.cu", "reduce_f32.cu",
-                 "reduce_u8.cu"],
+                 "reduce_u8.cu", "wire_bf16.cu", "wire_f32.cu", "wire_u8.cu"],
       f"only the selected types (and u8:sum, for point-to-point) get files ({names})")
 u8 = open(os.path.join(out, "lanes_u8.cu")).read()
 check("ReduceKind::Sum>" in u8 and "ReduceKind::Max>" not in u8, "u8 gets sum only, for byte copies")
@@ -46,6 +46,10 @@ check(all(f"ReduceKind::{k}>" in bf16 for k in ["Sum", "Prod", "Max", "Min", "Pr
 dispatch = open(os.path.join(out, "dispatch.cu")).read()
 check("case ncclFloat64" not in dispatch, "unselected types are not dispatched")
 check("preloadLaneKernels()" in dispatch and "preloadLanes_bf16();" in dispatch, "dispatch preloads every lane type")
+check("preloadWire_bf16();" in dispatch and "launchWire(const LaneLaunch& a" in dispatch,
+      "dispatch preloads and launches the wire kernels too")
+wire = open(os.path.join(out, "wire_bf16.cu")).read()
+check("wireKernel<bf16_t, ReduceKind::SumPostDiv>" in wire, "wire type files preload their wire kernels")
 
 for bad, word in [("f33:sum", "unknown type"), ("f32:plus", "unknown kind"), ("f32", "expected TYPE:KIND"),
                   (",", "selects nothing")]:

@@ -191,6 +191,18 @@ class ModeScope {
 
 // ---- device memory and communicators ----------------------------------------
 
+// The end of a run of in-process ranks: destroys the communicators, or aborts
+// them (bounded) when the run failed, then the streams.
+inline void closeRun(const std::vector<ncclComm_t>& comms, const std::vector<cudaStream_t>& streams, bool failed) {
+  for (ncclComm_t c : comms) {
+    if (!failed)
+      ncclCommDestroy(c);
+    else
+      mustReturnWithin("ncclCommAbort after a failed GPU run", Ms(10000), [c] { return ncclCommAbort(c); });
+  }
+  for (cudaStream_t s : streams) cudaStreamDestroy(s);
+}
+
 // Device memory on `device`, freed on destruction. Never 0 bytes, so that
 // empty cases still get distinct valid pointers.
 class DevMem {

@@ -151,13 +151,7 @@ std::string runGpu(const Shape& run, const std::vector<std::vector<unsigned char
              streams[static_cast<size_t>(r)]);
     why = syncStreams(streams, Ms(30000));
   }
-  for (ncclComm_t c : comms) {
-    if (why.empty())
-      ncclCommDestroy(c);
-    else
-      mustReturnWithin("ncclCommAbort after a failed GPU run", Ms(10000), [c] { return ncclCommAbort(c); });
-  }
-  for (cudaStream_t s : streams) cudaStreamDestroy(s);
+  closeRun(comms, streams, !why.empty());
   return why;
 }
 

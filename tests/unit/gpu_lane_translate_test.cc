@@ -15,6 +15,7 @@
 #include <tuple>
 #include <vector>
 
+#include "common/fifo_end_tally.h"
 #include "common/rank_runner.h"
 #include "core/comm.h"
 #include "gpu/lane_translate.h"
@@ -519,8 +520,7 @@ void checkLaunch(RankCtx& ctx, const gpu::LaunchArrays& L) {
 TEST_P(LaneTranslateRealPlans, EveryRankTranslatesAndFifosPairUp) {
   const auto [algo, proto, coll] = GetParam();
   const int nranks = 5;
-  std::mutex mu;
-  std::map<const void*, std::pair<int, int>> ends;  // FIFO -> (send ends, receive ends)
+  FifoEndTally tally;
   RunOptions opts;
   opts.env = {{"NCCL_ALGO", algo}, {"NCCL_PROTO", proto}};
   runThreads(
@@ -556,19 +556,10 @@ TEST_P(LaneTranslateRealPlans, EveryRankTranslatesAndFifosPairUp) {
         if (planSteps != launchSteps)
           ctx.fail("rank %d: %llu plan steps, %llu launch steps", ctx.rank, static_cast<unsigned long long>(planSteps),
                    static_cast<unsigned long long>(launchSteps));
-        std::lock_guard<std::mutex> lock(mu);
-        for (const auto& [key, value] : positions) {
-          (void)value;
-          auto& e = ends[key.first];
-          (key.second ? e.first : e.second) += 1;
-        }
+        tally.add(positions);
       },
       opts);
-  ASSERT_FALSE(ends.empty());
-  for (const auto& [fifo, e] : ends) {
-    EXPECT_EQ(e.first, 1) << "FIFO " << fifo << " has " << e.first << " send ends";
-    EXPECT_EQ(e.second, 1) << "FIFO " << fifo << " has " << e.second << " receive ends";
-  }
+  tally.expectEachFifoPairedOnce();
 }
 
 INSTANTIATE_TEST_SUITE_P(AlgosProtosColls, LaneTranslateRealPlans,

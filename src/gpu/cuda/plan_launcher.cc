@@ -126,11 +126,12 @@ ncclResult_t launchOne(Plan& plan, cudaStream_t stream) {
     L.waits = st.waitsDevice;
     L.timeoutNs = static_cast<uint64_t>(comm->config.timeoutMs) * 1000000ull;
     L.threads = st.threadsPerLane;
-    const cudaError_t err = dev::launchLanes(L, stream);
+    // A direct reduction's launch (docs/wire.md) runs the wire kernel.
+    const cudaError_t err = L.wire ? dev::launchWire(L, stream) : dev::launchLanes(L, stream);
     if (err != cudaSuccess) {
       res = fail(err == cudaErrorInvalidValue ? ncclInternalError : ncclUnhandledCudaError,
-                 "rank %d: lane kernel launch (%d lanes, %d segments) failed: %s: %s", comm->id.rank, L.nLanes,
-                 L.nSegments, cudaGetErrorName(err), cudaGetErrorString(err));
+                 "rank %d: %s kernel launch (%d lanes, %d segments) failed: %s: %s", comm->id.rank,
+                 L.wire ? "wire" : "lane", L.nLanes, L.nSegments, cudaGetErrorName(err), cudaGetErrorString(err));
       break;
     }
   }
