@@ -4,7 +4,8 @@
 // to the bit to host mode's for the same inputs: deterministic all-reduce and
 // reduce-scatter of order-sensitive float, half and bfloat16 data and an
 // int32 max, and the three compressed formats with and without a residual,
-// on 2 and 4 ranks (all on device 0 in GPU mode). Host mode's results are
+// on 2 and 4 ranks (all on device 0 in GPU mode), and replays of a captured
+// CUDA graph. Host mode's results are
 // checked against their bounds by the host tests (tests/wire/). Skips
 // without a GPU.
 #include <cstdint>
@@ -184,6 +185,70 @@ TEST_P(GpuWire, CompressedResultsAndResidualsAreTheHostsBitForBit) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, GpuWire, ::testing::Values(2, 4));
+
+// Under CUDA graph capture: one compressed all-reduce with a residual,
+// captured once and replayed twice, leaves the outputs and residuals of two
+// host-mode calls (the residual pointer is part of the captured launch, and
+// each replay updates it).
+TEST(GpuWireGraph, ReplaysOfACapturedCompressedCallAreTheHostsCalls) {
+  CHORUS_REQUIRE_GPU();
+  const int n = 2;
+  const WireRun w{ncclFloat32, ncclSum, false, kCount, chorusWireInt8, true, 0};
+  std::vector<std::vector<unsigned char>> in;
+  for (int k = 0; k < n; ++k) in.push_back(inputOf(w, k, w.count));
+  Results host;
+  ASSERT_EQ(runHost(w, in, &host), "");
+
+  ModeScope mode(chorusModeGpu);
+  GpuRanks g({0, 0});
+  ASSERT_TRUE(g.error().empty()) << g.error();
+  const size_t bytes = w.count * sizeof(float);
+  std::vector<DevMem> send, recv, residual;
+  for (int k = 0; k < n; ++k) {
+    send.emplace_back(0, bytes);
+    recv.emplace_back(0, bytes);
+    residual.emplace_back(0, bytes);
+    CUDA_OK(upload(send.back().get(), in[size_t(k)].data(), bytes, g.stream(k)));
+    CUDA_OK(cudaMemsetAsync(residual.back().get(), 0, bytes, g.stream(k)));
+  }
+  const auto callAll = [&](bool withResidual) {
+    ncclGroupStart();
+    for (int k = 0; k < n; ++k) {
+      WireRun call = w;
+      call.feedback = withResidual;
+      issue(call, send[size_t(k)].get(), recv[size_t(k)].get(),
+            withResidual ? static_cast<float*>(residual[size_t(k)].get()) : nullptr, g.comm(k), g.stream(k));
+    }
+    return ncclGroupEnd();
+  };
+  // Connections are set up lazily, outside the capture (no residual: it stays zero).
+  ASSERT_EQ(callAll(false), ncclSuccess) << ncclGetLastError(nullptr);
+  ASSERT_EQ(g.sync(), "");
+  for (int k = 0; k < n; ++k) CUDA_OK(cudaStreamBeginCapture(g.stream(k), cudaStreamCaptureModeThreadLocal));
+  const ncclResult_t captured = callAll(true);
+  std::vector<cudaGraphExec_t> execs(size_t(n), nullptr);
+  for (int k = 0; k < n; ++k) {
+    cudaGraph_t graph = nullptr;
+    CUDA_OK(cudaStreamEndCapture(g.stream(k), &graph));
+    CUDA_OK(cudaGraphInstantiate(&execs[size_t(k)], graph, 0));
+    cudaGraphDestroy(graph);
+  }
+  ASSERT_EQ(captured, ncclSuccess) << ncclGetLastError(nullptr);
+  for (int replay = 0; replay < 2; ++replay) {
+    for (int k = 0; k < n; ++k) CUDA_OK(cudaGraphLaunch(execs[size_t(k)], g.stream(k)));
+    ASSERT_EQ(g.sync(), "");
+  }
+  for (int k = 0; k < n; ++k) {
+    std::vector<unsigned char> out(bytes);
+    std::vector<float> res(w.count);
+    CUDA_OK(download(out.data(), recv[size_t(k)].get(), bytes, g.stream(k)));
+    CUDA_OK(download(res.data(), residual[size_t(k)].get(), bytes, g.stream(k)));
+    ASSERT_EQ(g.sync(), "");
+    EXPECT_TRUE(out == host.out[size_t(k)]) << "rank " << k << ": the second replay's output is not the host's";
+    EXPECT_TRUE(res == host.residual[size_t(k)]) << "rank " << k << ": residuals after two replays differ";
+  }
+  for (cudaGraphExec_t e : execs) cudaGraphExecDestroy(e);
+}
 
 }  // namespace
 }  // namespace chorus::gputest
