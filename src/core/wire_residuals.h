@@ -10,11 +10,12 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <utility>
-#include <vector>
 
 #include "core/result.h"
 
@@ -32,13 +33,21 @@ class WireResiduals {
   ncclResult_t residualFor(const void* buffer, size_t count, Map map, float** out) {
     std::lock_guard<std::mutex> lock(mutex_);
     Entry& e = residuals_[{buffer, count}];
-    if (e.values.size() != count) {
-      e.keep.reset();
-      e.values.assign(count, 0.0f);
-      e.address = e.values.data();
+    if (e.values == nullptr) {
+      // Whole pages of their own: a mapping registers pages, and two arrays
+      // sharing one could not both be registered.
+      const size_t bytes = (count * sizeof(float) + kPage - 1) / kPage * kPage;
+      e.values.reset(static_cast<float*>(std::aligned_alloc(kPage, bytes > 0 ? bytes : kPage)));
+      if (e.values == nullptr) {
+        residuals_.erase({buffer, count});
+        return fail(ncclSystemError, "error feedback: no memory for %zu residuals", count);
+      }
+      std::memset(e.values.get(), 0, bytes);
+      e.count = count;
+      e.address = e.values.get();
       if (map != nullptr) {
         void* address = nullptr;
-        const ncclResult_t mapped = map(e.values.data(), count * sizeof(float), &e.keep, &address);
+        const ncclResult_t mapped = map(e.values.get(), bytes, &e.keep, &address);
         if (mapped != ncclSuccess) {
           residuals_.erase({buffer, count});
           return mapped;
@@ -49,17 +58,22 @@ class WireResiduals {
     *out = e.address;
     return ncclSuccess;
   }
-  // Bytes held (for the docs' memory statement and the tests).
+  // Bytes of residuals held (for the docs' memory statement and the tests).
   size_t bytes() const {
     std::lock_guard<std::mutex> lock(mutex_);
     size_t b = 0;
-    for (const auto& [key, e] : residuals_) b += e.values.size() * sizeof(float);
+    for (const auto& [key, e] : residuals_) b += e.count * sizeof(float);
     return b;
   }
 
  private:
+  static constexpr size_t kPage = 4096;
+  struct FreeValues {
+    void operator()(float* p) const { std::free(p); }
+  };
   struct Entry {
-    std::vector<float> values;
+    std::unique_ptr<float, FreeValues> values;
+    size_t count = 0;
     std::shared_ptr<void> keep;  // declared after values: unmapped before they are freed
     float* address = nullptr;
   };

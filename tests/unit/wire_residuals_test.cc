@@ -4,6 +4,7 @@
 // and leaves nothing behind, so the next call tries again).
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <memory>
 
 #include "core/wire_residuals.h"
@@ -18,7 +19,9 @@ float fakeDeviceArray[16];
 ncclResult_t fakeMap(void* base, size_t bytes, std::shared_ptr<void>* keep, void** address) {
   ++mapCalls;
   if (mapFails) return ncclSystemError;
-  EXPECT_EQ(bytes, 8 * sizeof(float));
+  EXPECT_EQ(bytes % 4096, 0u) << "whole pages";
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(base) % 4096, 0u) << "page-aligned";
+  EXPECT_GE(bytes, 8 * sizeof(float));
   *keep = std::shared_ptr<void>(base, [](void*) {});
   *address = fakeDeviceArray;
   return ncclSuccess;
