@@ -46,7 +46,8 @@ typedef enum {
 typedef struct {
   chorusWire_t wire;
   /* Error feedback: `count` floats owned by the caller (for
-   * chorusReduceScatterEx: recvcount * nranks), or NULL. */
+   * chorusReduceScatterEx: recvcount * nranks), or NULL. In GPU mode, memory
+   * the GPU can access (device memory or mapped host memory). */
   float* residual;
   /* 1: the sum in rank order 0..n-1, accumulated in fp32 (fp64 for double,
    * exact for integers), rounded once: bit-identical for every algorithm,
