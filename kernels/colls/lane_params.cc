@@ -3,6 +3,7 @@
 // The kernel trusts every index it reads, so a bad plan is refused here.
 #include <cstring>
 
+#include "core/wire_support.h"
 #include "kernels/launch.h"
 
 namespace chorus::dev {
@@ -10,13 +11,11 @@ namespace {
 
 bool fifoIndexValid(int32_t idx, int nFifos) { return idx >= 0 && idx < nFifos; }
 
-// The launch's (type, reduction) has the wire format: compressed formats
-// for float, half and bf16 with sum or avg; the native format for all.
+// The launch's (type, reduction) has the wire format: the native format for
+// all, compressed ones where wireCompresses says so.
 bool wireFormatValid(const LaneLaunch& a) {
   if (a.wireFormat == 0) return true;
-  if (a.wireFormat > 3) return false;
-  const bool type = a.type == ncclFloat32 || a.type == ncclFloat16 || a.type == ncclBfloat16;
-  return type && (a.kind == ReduceKind::Sum || a.kind == ReduceKind::SumPostDiv);
+  return a.wireFormat < wire::kNumFormats && wireCompresses(a.type, a.kind);
 }
 
 // Entries [from, to) of a wire segment's table name fifos or none; at least

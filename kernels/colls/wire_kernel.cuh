@@ -22,14 +22,6 @@
 
 namespace chorus::dev {
 
-// Compressed formats exist for these (type, reduction) pairs only; every
-// other instance runs the native format (deterministic mode), so its
-// compressed code is never generated.
-template <typename T, ReduceKind K>
-inline constexpr bool kWireCompressible = (std::is_same_v<T, float> || std::is_same_v<T, half_t> ||
-                                           std::is_same_v<T, bf16_t>)&&(K == ReduceKind::Sum ||
-                                                                        K == ReduceKind::SumPostDiv);
-
 struct WireShared {
   int failed;
   const uint8_t* in[kWireMaxRanks];  // the owner's received slots (null: none from that rank)
@@ -128,7 +120,7 @@ __device__ bool waitOwnerIo(const WireCtx<T, K, Fn>& c, const sched::StepDesc& d
                             Waiter& w) {
   const int n = c.seg.nranks;
   const uint32_t encoded = uint32_t(wire::sendPieceBytes<T>(c.format, WireCtx<T, K, Fn>::kPreMul, d.count));
-  const uint32_t partial = uint32_t(wire::partialPieceBytes<T>(d.count));
+  const uint32_t partial = uint32_t(wire::computePartialBytes<T>(d.count));
   for (int r = 0; r < n; ++r) {
     sh.in[r] = nullptr;
     sh.partial[r] = c.table[2 * n + r] != 0 ? 1 : 0;
@@ -198,8 +190,10 @@ __global__ void __launch_bounds__(kLaneMaxThreads) wireKernel(const __grid_const
   __syncthreads();
   const DevLane lane = P.lanes[blockIdx.x];
   const auto fn = launchFunctor<T, K>(P);
+  // Instances the compressed formats do not serve compile only the native
+  // one (the launch checks refused any other).
   const wire::Format format =
-      kWireCompressible<T, K> ? static_cast<wire::Format>(P.L.wireFormat) : wire::Format::Native;
+      wire::kCompresses<T, K> ? static_cast<wire::Format>(P.L.wireFormat) : wire::Format::Native;
   Waiter w(P, &sh.failed);
   for (uint32_t g = 0; g < lane.nSegments; ++g) {
     const sched::Segment& seg = P.segments[lane.firstSegment + g];

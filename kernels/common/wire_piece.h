@@ -38,10 +38,7 @@ CHORUS_HD CHORUS_INLINE uint64_t gatherPieceBytes(Format f, uint64_t n) {
   return encodedBytes(f, uint32_t(sizeof(T)), n);
 }
 // A partial in the compute type (partialPiece's fp32 and a chain link's):
-template <typename T>
-CHORUS_HD CHORUS_INLINE uint64_t partialPieceBytes(uint64_t n) {
-  return n * sizeof(ComputeOf<T>);
-}
+// computePartialBytes (wire_reduce.h).
 
 // A rank's contribution to a piece of another rank's shard (sendBlock per
 // block), encoded at `out`. Returns sendPieceBytes.
@@ -69,17 +66,17 @@ CHORUS_HD CHORUS_INLINE uint64_t gatherPiece(Format f, const uint8_t* in, uint64
 
 // A rank's contribution to a piece of another host's shard as an fp32
 // partial (partialBlock per block; compressed formats, float-computed
-// types). Returns partialPieceBytes, or 0 for the other types.
+// types). Returns computePartialBytes, or 0 for the other types.
 template <typename T, typename Fn>
 CHORUS_HD CHORUS_INLINE uint64_t partialPiece(const Fn& fn, const T* x, float* residual, uint64_t n, uint8_t* out,
                                               uint32_t first, uint32_t stride) {
   if constexpr (!std::is_same_v<ComputeOf<T>, float>) return 0;
-  const uint64_t blockBytes = partialPieceBytes<T>(kWireBlockElems);
+  const uint64_t blockBytes = computePartialBytes<T>(kWireBlockElems);
   for (uint64_t b = first; b < pieceBlocks(n); b += stride) {
     const uint64_t e = b * kWireBlockElems;
     partialBlock(fn, x + e, residual ? residual + e : nullptr, blockElemsAt(n, b), out + b * blockBytes);
   }
-  return partialPieceBytes<T>(n);
+  return computePartialBytes<T>(n);
 }
 
 // What a combine of a piece needs: OwnerBlock's fields for the whole piece
@@ -116,7 +113,7 @@ CHORUS_HD CHORUS_INLINE uint64_t combineOutBytes(Format f, Combine what, bool ha
     case Combine::HostSum:
       return std::is_same_v<ComputeOf<T>, float> ? encodedBytes(f, 4, n) : 0;
     default:
-      return partialPieceBytes<T>(n);
+      return computePartialBytes<T>(n);
   }
 }
 

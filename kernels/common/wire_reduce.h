@@ -18,10 +18,20 @@
 #include <cstring>
 #include <type_traits>
 
+#include "kernels/common/reduce_kind.h"
 #include "kernels/common/reduce_ops.h"
 #include "kernels/common/wire_codec.h"
 
 namespace chorus::wire {
+
+// The (element type, reduction) pairs the compressed formats serve: float,
+// half and bf16 with sum or avg. Every other pair has the native format only
+// (deterministic mode). The one statement of the rule: the wire kernel's
+// instances test it at compile time, the API's checks and the GPU launch
+// checks at run time through wireCompresses (src/core/wire_support.h).
+template <typename T, ReduceKind K>
+inline constexpr bool kCompresses = (std::is_same_v<T, float> || std::is_same_v<T, half_t> ||
+                                     std::is_same_v<T, bf16_t>)&&(K == ReduceKind::Sum || K == ReduceKind::SumPostDiv);
 
 // Bytes per element of native payloads: the scatter phase carries the
 // compute type for PreMulSum, the gather phase always the element type.
@@ -99,8 +109,8 @@ CHORUS_HD CHORUS_INLINE uint32_t partialBytes(uint32_t n) { return n * uint32_t(
 // Bytes of a partial of n elements of T in its compute type (an input marked
 // in OwnerBlock::partial): partialBytes for the float-computed types.
 template <typename T>
-CHORUS_HD CHORUS_INLINE uint32_t computePartialBytes(uint32_t n) {
-  return n * uint32_t(sizeof(ComputeOf<T>));
+CHORUS_HD CHORUS_INLINE uint64_t computePartialBytes(uint64_t n) {
+  return n * sizeof(ComputeOf<T>);
 }
 
 // What the owner of a block needs. `in[r]` is rank r's received piece (null
@@ -265,7 +275,7 @@ CHORUS_HD CHORUS_INLINE void chainBlock(OwnerBlock<T>& b, const Fn& fn) {
   C acc[kWireBlockElems], v[kWireBlockElems];
   combineInputs(b, fn, acc, v);
   memcpy(b.out, acc, b.n * sizeof(C));
-  b.outBytes = computePartialBytes<T>(b.n);
+  b.outBytes = uint32_t(computePartialBytes<T>(b.n));
 }
 
 // A gathered block of the result, decoded into the output; returns the bytes read.

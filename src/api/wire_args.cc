@@ -4,17 +4,14 @@
 #include "core/comm.h"
 #include "core/result.h"
 #include "core/wire_residuals.h"
+#include "core/wire_support.h"
 #include "gpu/gpu_runtime.h"
 #include "kernels/common/wire_codec.h"
 
 namespace chorus {
 namespace {
 
-bool compressible(const Task& t) {
-  const bool floats = t.dtype == ncclFloat32 || t.dtype == ncclFloat16 || t.dtype == ncclBfloat16;
-  const bool sums = t.spec.kind == ReduceKind::Sum || t.spec.kind == ReduceKind::SumPostDiv;
-  return floats && sums;
-}
+bool compressible(const Task& t) { return wireCompresses(t.dtype, t.spec.kind); }
 
 const char* wireName(int w) {
   switch (w) {
@@ -75,13 +72,7 @@ ncclResult_t configureWire(Task* t, bool explicitConfig, const chorusReduceConfi
   t->wire.format = static_cast<uint8_t>(enumValue(c.wire));
   t->wire.residual = c.residual;
   t->wire.deterministic = c.deterministic != 0 || t->comm->config.deterministic;
-  int device = -1;
-  if (c.residual != nullptr && !t->comm->id.hostMode && !gpu::devicePointer(c.residual, &device))
-    return fail(ncclInvalidArgument,
-                "%s: in GPU mode the residual (error feedback) must be memory the GPU can access (device memory or "
-                "mapped host memory); %p is not",
-                fn, static_cast<const void*>(c.residual));
-  return ncclSuccess;
+  return ncclSuccess;  // in GPU mode the residual is checked with the buffers, once per plan (gpu_submit.cc)
 }
 
 }  // namespace chorus

@@ -23,11 +23,14 @@ ncclResult_t checkReachable(const ncclComm* comm, const void* buf, size_t bytes,
   return ncclSuccess;
 }
 
+// The error-feedback residual is a buffer the wire kernel reads and writes
+// like the others (the plan cache keys on it too).
 ncclResult_t checkBuffers(const Plan& plan) {
   for (const Task& t : plan.tasks) {
     const size_t bytes = t.count * typeSize(t.dtype);
     CHORUS_CHECK(checkReachable(plan.comm, t.sendbuff, bytes, "sendbuff", t));
     CHORUS_CHECK(checkReachable(plan.comm, t.recvbuff, bytes, "recvbuff", t));
+    CHORUS_CHECK(checkReachable(plan.comm, t.wire.residual, t.count, "residual (error feedback)", t));
   }
   return ncclSuccess;
 }

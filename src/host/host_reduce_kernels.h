@@ -1,6 +1,6 @@
 // Internal to host_reduce*.cc: the kernel signature, the mapping from runtime
-// (type, kind, flags) to compile-time template arguments, and the portable
-// element loops. The AVX2 file reuses the portable loops for its tails so the
+// flags to compile-time template arguments (types and kinds:
+// core/type_dispatch.h), and the portable element loops. The AVX2 file reuses the portable loops for its tails so the
 // last few elements are computed by exactly the same code as the fallback.
 #pragma once
 
@@ -8,6 +8,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "core/type_dispatch.h"
 #include "host/host_reduce.h"
 #include "kernels/common/reduce_ops.h"
 
@@ -21,48 +22,6 @@ struct KernelArgs {
 
 using ReduceKernel = void (*)(void* dst, const void* a, const void* b, size_t n, const KernelArgs& args);
 using TransformKernel = void (*)(void* dst, const void* src, size_t n, const KernelArgs& args);
-
-template <typename T>
-struct TypeTag {
-  using type = T;
-};
-
-// Calls f(TypeTag<T>{}) for the element type of `t`; returns a value-initialized
-// result for an invalid type.
-template <typename F>
-auto dispatchType(ncclDataType_t t, F&& f) -> decltype(f(TypeTag<float>{})) {
-  switch (t) {
-    case ncclInt8: return f(TypeTag<int8_t>{});
-    case ncclUint8: return f(TypeTag<uint8_t>{});
-    case ncclInt32: return f(TypeTag<int32_t>{});
-    case ncclUint32: return f(TypeTag<uint32_t>{});
-    case ncclInt64: return f(TypeTag<int64_t>{});
-    case ncclUint64: return f(TypeTag<uint64_t>{});
-    case ncclFloat16: return f(TypeTag<half_t>{});
-    case ncclFloat32: return f(TypeTag<float>{});
-    case ncclFloat64: return f(TypeTag<double>{});
-    case ncclBfloat16: return f(TypeTag<bf16_t>{});
-    case ncclFloat8e4m3: return f(TypeTag<fp8e4m3_t>{});
-    case ncclFloat8e5m2: return f(TypeTag<fp8e5m2_t>{});
-    default: return {};
-  }
-}
-
-template <ReduceKind K>
-using KindTag = std::integral_constant<ReduceKind, K>;
-
-template <typename F>
-auto dispatchKind(ReduceKind k, F&& f) -> decltype(f(KindTag<ReduceKind::Sum>{})) {
-  switch (k) {
-    case ReduceKind::Sum: return f(KindTag<ReduceKind::Sum>{});
-    case ReduceKind::Prod: return f(KindTag<ReduceKind::Prod>{});
-    case ReduceKind::Max: return f(KindTag<ReduceKind::Max>{});
-    case ReduceKind::Min: return f(KindTag<ReduceKind::Min>{});
-    case ReduceKind::PreMulSum: return f(KindTag<ReduceKind::PreMulSum>{});
-    case ReduceKind::SumPostDiv: return f(KindTag<ReduceKind::SumPostDiv>{});
-  }
-  return {};
-}
 
 // PreMulSum's scalar, read at call time. A missing scalar reads as zero so a
 // combine of two already-scaled values (no pre flag) never needs one.
