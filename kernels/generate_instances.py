@@ -20,6 +20,10 @@ CUDA runtime load those kernels now (cudaFuncGetAttributes): with lazy module
 loading (the default since CUDA 12.2) the first launch of a kernel may wait
 for the device to go idle, which never happens while another rank's kernel
 spins waiting for this one. The executor preloads at communicator setup.
+The preload also reports the largest per-thread stack (local memory) of the
+kernels, so the executor can reserve it before any launch (a launch that
+needs more than the device's limit grows it, and that too waits for the
+device to go idle).
 
 Usage: generate_instances.py OUTDIR FILTER
 Files are rewritten only when their content changes, so re-running CMake does
@@ -89,11 +93,10 @@ def preload_function(family, short, cxx, kinds):
         return ""
     kernel = KERNEL_OF[family]
     loads = "\n".join(
-        f"  if ((e = cudaFuncGetAttributes(&attr, {kernel}<{cxx}, ReduceKind::{k}>)) != cudaSuccess) return e;"
+        f"  if ((e = preloadKernel({kernel}<{cxx}, ReduceKind::{k}>, stackBytes)) != cudaSuccess) return e;"
         for k in kinds)
     return f"""
-cudaError_t preload{family}_{short}() {{
-  cudaFuncAttributes attr;
+cudaError_t preload{family}_{short}(size_t* stackBytes) {{
   cudaError_t e = cudaSuccess;
 {loads}
   return cudaSuccess;
@@ -142,12 +145,13 @@ def dispatch_file(selected, filter_text):
         out.append("")
     for family in KERNEL_OF:
         for short, _, _ in types_used:
-            out.append(f"cudaError_t preload{family}_{short}();")
-    out.append("cudaError_t preloadLaneKernels() {")
+            out.append(f"cudaError_t preload{family}_{short}(size_t* stackBytes);")
+    out.append("cudaError_t preloadLaneKernels(size_t* stackBytes) {")
     out.append("  cudaError_t e = cudaSuccess;")
+    out.append("  *stackBytes = 0;")
     for family in KERNEL_OF:
         for short, _, _ in types_used:
-            out.append(f"  if ((e = preload{family}_{short}()) != cudaSuccess) return e;")
+            out.append(f"  if ((e = preload{family}_{short}(stackBytes)) != cudaSuccess) return e;")
     out.append("  return cudaSuccess;")
     out.append("}")
     out.append("")

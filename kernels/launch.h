@@ -59,7 +59,10 @@ cudaError_t packLaneParams(const LaneLaunch& args, size_t elemBytes, LaneParams*
 // module loading, a kernel's first launch may wait for the device to go idle,
 // which never happens while another rank's lane kernel spins waiting for it;
 // the executor calls this once per device before its first launch.
-cudaError_t preloadLaneKernels();
+// `*stackBytes` receives the largest per-thread stack (local memory) of those
+// kernels: a launch that needs more than the device's stack limit grows the
+// limit, which waits for the device to go idle in the same way.
+cudaError_t preloadLaneKernels(size_t* stackBytes);
 
 // Whether this build has the kernels for (type, kind).
 bool kernelCompiled(ncclDataType_t type, ReduceKind kind);

@@ -32,6 +32,16 @@ namespace chorus::dev {
 
 inline constexpr int kLaneMaxThreads = 512;
 
+// Loads `kernel` on the current device (preloadLaneKernels) and raises
+// `*stackBytes` to its per-thread stack if that is larger.
+template <typename Kernel>
+cudaError_t preloadKernel(Kernel* kernel, size_t* stackBytes) {
+  cudaFuncAttributes attr;
+  const cudaError_t e = cudaFuncGetAttributes(&attr, kernel);
+  if (e == cudaSuccess && attr.localSizeBytes > *stackBytes) *stackBytes = attr.localSizeBytes;
+  return e;
+}
+
 // The combination a step asks for, with the run-time flags turned into
 // template arguments. Only PreMulSum has pre flags and only SumPostDiv a post
 // flag; for the other kinds they are identities and are not instantiated.
@@ -70,8 +80,12 @@ __device__ void combinePiece(const Fn& fn, const DevStep& s, T* target, T* r0, c
     case step::Combine::Forward:
       reduceAs<T, K, Cg, false, false>(fn, target, r0, false, static_cast<const T*>(nullptr), false, n, post);
       break;
-    case step::Combine::ReduceInput: reduceAs<T, K, Cg, false, true>(fn, target, r0, false, src, pre, n, post); break;
-    case step::Combine::ReduceTwo: reduceAs<T, K, Cg, Cg, true>(fn, target, r0, false, r1, false, n, post); break;
+    case step::Combine::ReduceInput:
+      reduceAs<T, K, Cg, false, true>(fn, target, r0, false, src, pre, n, post);
+      break;
+    case step::Combine::ReduceTwo:
+      reduceAs<T, K, Cg, Cg, true>(fn, target, r0, false, r1, false, n, post);
+      break;
     case step::Combine::ReduceThree:
       reduceAs<T, K, Cg, Cg, true>(fn, r0, r0, false, r1, false, n, false);
       __syncthreads();
@@ -124,18 +138,21 @@ __device__ inline bool waitSingleReceive(const LaneParams& P, const DevStep& s, 
   if (!waitPublished(f, w, &got)) return false;
   if (!acceptPrint(P, f, *f.position, taskPrint(P, s.task))) return false;
   switch (step::classifySlot(s.desc, got, bytes)) {
-    case step::SlotHolds::Piece: return true;
+    case step::SlotHolds::Piece:
+      return true;
     case step::SlotHolds::Mismatch:
       recordFailure(P.L.status, step::sizeMismatch(blockIdx.x, f.peer, got, bytes));
       return false;
-    case step::SlotHolds::Descriptor: break;
+    case step::SlotHolds::Descriptor:
+      break;
   }
   // Volatile: the slot may hold an earlier descriptor in this SM's L1.
   const volatile DirectDescriptor* d = reinterpret_cast<const volatile DirectDescriptor*>(slotAt(f, *f.position));
   const uint64_t address = d->address, sent = d->bytes;
   const step::DescriptorCheck check = step::checkDescriptor(s.desc, done, sent, elemBytes);
   if (check != step::DescriptorCheck::Ok) {
-    recordFailure(P.L.status, step::descriptorMismatch(blockIdx.x, f.peer, check, sent, (s.desc.count - done) * elemBytes));
+    recordFailure(P.L.status,
+                  step::descriptorMismatch(blockIdx.x, f.peer, check, sent, (s.desc.count - done) * elemBytes));
     return false;
   }
   sh.directFrom = reinterpret_cast<const void*>(address);
@@ -174,8 +191,8 @@ __device__ void directReceive(const LaneParams& P, const DevStep& s, const LaneS
   const uint64_t total = s.desc.count * sizeof(T);
   for (uint64_t off = 0; off < total;) {
     const uint64_t m = step::directChunk(off, total);
-    copyPiece<T, true>(static_cast<T*>(s.dst) + off / sizeof(T),
-                       static_cast<const T*>(sh.directFrom) + off / sizeof(T), m / sizeof(T));
+    copyPiece<T, true>(static_cast<T*>(s.dst) + off / sizeof(T), static_cast<const T*>(sh.directFrom) + off / sizeof(T),
+                       m / sizeof(T));
     off += m;
     __syncthreads();
     if (threadIdx.x == 0) d->copied = off;
@@ -193,8 +210,8 @@ __device__ size_t simplePiece(const LaneParams& P, const Fn& fn, const DevStep& 
   if (threadIdx.x == 0) {
     sh.directFrom = nullptr;
     const bool single = s.desc.nRecv == 1;
-    const bool ok = single ? waitSingleReceive(P, s, done, bytes, sizeof(T), sh, w)
-                           : waitConnectors(P, s, bytes, true, w);
+    const bool ok =
+        single ? waitSingleReceive(P, s, done, bytes, sizeof(T), sh, w) : waitConnectors(P, s, bytes, true, w);
     if (ok && single && sh.directFrom == nullptr) {
       // The receive was checked; wait for the send slots too.
       for (int i = 0; i < s.desc.nSend && sh.failed == 0; ++i)

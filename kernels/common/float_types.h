@@ -200,14 +200,17 @@ CHORUS_HD CHORUS_INLINE float halfToFloat(half_t h) {
 CHORUS_HD CHORUS_INLINE float bf16ToFloat(bf16_t h) { return fp::bitsFloat(uint32_t(h.bits) << 16); }
 
 CHORUS_HD CHORUS_INLINE float fp8e4m3ToFloat(fp8e4m3_t v) {
-#if CHORUS_DEVICE_PASS && __CUDA_ARCH__ >= 890
-  uint32_t halves;
-  asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(halves) : "h"(uint16_t(v.bits)));
-  return halfToFloat(half_t{uint16_t(halves & 0xffffu)});
-#endif
-  // Branch-free like the encoder; the same values as decodeMagnitude<3, 7>.
   const uint32_t sign = uint32_t(v.bits & 0x80u) << 24;
   const uint32_t a = v.bits & 0x7fu;
+#if CHORUS_DEVICE_PASS && __CUDA_ARCH__ >= 890
+  // The hardware's NaN (through binary16) has other bits than the host's
+  // 0x7fc00000: take the host's, so both executors give the same bits.
+  uint32_t halves;
+  asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(halves) : "h"(uint16_t(v.bits)));
+  const float decoded = halfToFloat(half_t{uint16_t(halves & 0xffffu)});
+  return fp::bitsFloat(fp::selectBits(a == 0x7fu, sign | 0x7fc00000u, fp::floatBits(decoded)));
+#endif
+  // Branch-free like the encoder; the same values as decodeMagnitude<3, 7>.
   const uint32_t normal = (a << 20) + (120u << 23);                      // exponent rebiased 7 -> 127
   const uint32_t sub = fp::floatBits(float(int32_t(a)) * 0.001953125f);  // a units of 2^-9, exact
   uint32_t bits = fp::selectBits(a < 8u, sub, normal);

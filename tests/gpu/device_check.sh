@@ -34,14 +34,17 @@
 # (budget). A run that fails or times out does not stop the others.
 #
 # Steps, most valuable first: configure and build; a probe of GPU mode
-# (all_reduce_perf -t 2 -b 8 -e 1M: the collective benchmarks run only when
+# (all_reduce_perf -t 2 -b 8 -e 1M -f 4: the collective benchmarks run only when
 # it neither timed out nor failed to print its table); the GPU tests (the
 # cheap kernel cases in one chorus_gpu_tests process with --gtest_filter, the
 # failure-semantics cases (GpuFailure.*: mismatched calls, the stall line) in
 # another, the rest through ctest -L gpu -j4); the device-to-device copy bandwidth
 # (reduce_kernel_perf, the HBM yardstick for bus bandwidths); all_reduce,
 # float, with 8, 2 and 4 ranks on the one GPU (threads of one process: -t N,
-# no MPS needed), -b 8 -e 1G -f 4 -c 1; the 8-byte all-reduce latency on 2
+# no MPS needed), -b 8 -e 1G -f 4 -c 1; the wire kernel (all_reduce with
+# --wire int8, --deterministic 1, --wire bf16 and --wire fp8 on 8 ranks,
+# reduce_scatter with int8 and deterministic on 4, up to 64 MiB, -c 1
+# checking the documented bounds); the 8-byte all-reduce latency on 2
 # ranks with plain launches and with CUDA graph replay (-G); all_reduce,
 # float, of 1 and 4 GiB (-b 1G -e 4G -f 4 -c 1: byte offsets above 2^32)
 # with 2 and then 8 ranks, each skipped when the GPU (or, for the checks'
@@ -364,7 +367,7 @@ probe_ok=0
 if [ "$mode" = gpu ] && [ "$gpus" -eq 0 ]; then
   record SKIPPED mode-probe 0 "(no GPU visible: collective benchmarks skipped)"
 elif have "$bin/all_reduce_perf" mode-probe; then
-  run mode-probe 40 probe "${perf_env[@]}" "$bin/all_reduce_perf" -t 2 -b 8 -e 1M -c 1
+  run mode-probe 40 probe "${perf_env[@]}" "$bin/all_reduce_perf" -t 2 -b 8 -e 1M -f 4 -c 1
   prc=$?
   if [ "$prc" -ne 124 ] && [ "$prc" -ne 125 ] && grep -qE '^ +[0-9]+ ' "$work/mode-probe.log"; then
     probe_ok=1
@@ -441,6 +444,27 @@ bench() {
     hung[$coll]="$name: kernel timeout"
   fi
 }
+# wire_bench COLL T "FLAGS": COLL of float with the wire flags (--wire F or
+# --deterministic 1), 8 B to 64 MiB (or DEVICE_CHECK_MAX_BYTES when smaller).
+# A hang or kernel timeout skips the remaining wire runs.
+wire_bench() {
+  local coll=$1 t=$2 flags=$3 e=64M rc=0 name
+  name="wire-$1-t$2-$(echo "$3" | sed 's/^--//; s/ /-/')"
+  [ -n "$mb" ] && [ "$mb" -lt $((64 << 20)) ] && e=$max_bytes
+  if [ -n "${hung[wire]:-}" ]; then
+    record SKIPPED "$name" 0 "(${hung[wire]})"
+    return
+  fi
+  have "$bin/${coll}_perf" "$name" || return
+  # shellcheck disable=SC2086
+  run "$name" "$run_timeout" perf "${perf_env[@]}" "$bin/${coll}_perf" -t "$t" -b 8 -e "$e" -f 4 -c 1 -d float \
+    $flags $perf_args || rc=$?
+  if [ "$rc" -eq 124 ]; then
+    hung[wire]="$name timed out"
+  elif [ "$rc" -eq 1 ] && grep -qE 'made no progress|did not finish' "$work/$name.log"; then
+    hung[wire]="$name: kernel timeout"
+  fi
+}
 # MiB of free memory: mem_free_mib gpu (device 0, nvidia-smi) or host (MemAvailable).
 mem_free_mib() {
   case $1 in
@@ -484,6 +508,10 @@ big_bench() {
 }
 if [ "$probe_ok" = 1 ]; then
   for t in 8 2 4; do bench all_reduce "$t" float "$max_bytes"; done
+  # The wire kernel: compressed formats and deterministic mode, results
+  # checked against their documented bounds (-c 1; exact when deterministic).
+  for w in "--wire int8" "--deterministic 1" "--wire bf16" "--wire fp8"; do wire_bench all_reduce 8 "$w"; done
+  for w in "--wire int8" "--deterministic 1"; do wire_bench reduce_scatter 4 "$w"; done
   # Launch latency: 2 ranks, 8 bytes, plain launches and one CUDA graph of
   # 100 iterations replayed 10 times (the probe showed that 2 ranks work).
   run latency-t2-launch 40 latency "${perf_env[@]}" "$bin/all_reduce_perf" -t 2 -b 8 -e 8 -n 1000 -w 100 -c 1

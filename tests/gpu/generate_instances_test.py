@@ -37,7 +37,8 @@ check(names == ["dispatch.cu", "lanes_bf16.cu", "lanes_f32.cu", "lanes_u8.cu", "
       f"only the selected types (and u8:sum, for point-to-point) get files ({names})")
 u8 = open(os.path.join(out, "lanes_u8.cu")).read()
 check("ReduceKind::Sum>" in u8 and "ReduceKind::Max>" not in u8, "u8 gets sum only, for byte copies")
-check("preloadLanes_u8" in u8 and "cudaFuncGetAttributes" in u8, "lane type files define their preload")
+check("preloadLanes_u8(size_t* stackBytes)" in u8 and "preloadKernel(laneKernel<uint8_t" in u8,
+      "lane type files define their preload, which reports the kernels' stack")
 f32 = open(os.path.join(out, "reduce_f32.cu")).read()
 check("ReduceKind::Sum>" in f32 and "ReduceKind::Prod>" not in f32, "f32 gets sum only")
 bf16 = open(os.path.join(out, "lanes_bf16.cu")).read()
@@ -45,8 +46,9 @@ check(all(f"ReduceKind::{k}>" in bf16 for k in ["Sum", "Prod", "Max", "Min", "Pr
       "bf16:* gets every reduction")
 dispatch = open(os.path.join(out, "dispatch.cu")).read()
 check("case ncclFloat64" not in dispatch, "unselected types are not dispatched")
-check("preloadLaneKernels()" in dispatch and "preloadLanes_bf16();" in dispatch, "dispatch preloads every lane type")
-check("preloadWire_bf16();" in dispatch and "launchWire(const LaneLaunch& a" in dispatch,
+check("preloadLaneKernels(size_t* stackBytes)" in dispatch and "preloadLanes_bf16(stackBytes)" in dispatch,
+      "dispatch preloads every lane type")
+check("preloadWire_bf16(stackBytes)" in dispatch and "launchWire(const LaneLaunch& a" in dispatch,
       "dispatch preloads and launches the wire kernels too")
 wire = open(os.path.join(out, "wire_bf16.cu")).read()
 check("wireKernel<bf16_t, ReduceKind::SumPostDiv>" in wire, "wire type files preload their wire kernels")

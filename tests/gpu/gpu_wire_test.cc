@@ -15,6 +15,7 @@
 
 #include "gpu/gpu_coll_util.h"
 #include "gpu/gpu_test_util.h"
+#include "kernels/launch.h"
 
 namespace chorus::gputest {
 namespace {
@@ -186,48 +187,92 @@ TEST_P(GpuWire, CompressedResultsAndResidualsAreTheHostsBitForBit) {
 
 INSTANTIATE_TEST_SUITE_P(Ranks, GpuWire, ::testing::Values(2, 4));
 
+// A float all-reduce of `w` on 2 ranks on device 0: the host-mode result
+// of two calls on the same inputs first, then the GPU-mode ranks with every
+// rank's input uploaded and its output and zeroed residual on the device.
+class DeviceAllReduce {
+ public:
+  explicit DeviceAllReduce(const WireRun& w)
+      : w_(w), bytes_(w.count * sizeof(float)), in_(inputsOf(w)), hostError_(runHost(w_, in_, &host_)) {}
+
+  // Call first: checks the reference and the ranks, uploads the inputs.
+  void setUp() {
+    ASSERT_EQ(hostError_, "");
+    ASSERT_TRUE(g_.error().empty()) << g_.error();
+    for (int k = 0; k < ranks(); ++k) {
+      send_.emplace_back(0, bytes_);
+      recv_.emplace_back(0, bytes_);
+      residual_.emplace_back(0, bytes_);
+      CUDA_OK(upload(send_.back().get(), in_[size_t(k)].data(), bytes_, g_.stream(k)));
+      CUDA_OK(cudaMemsetAsync(residual_.back().get(), 0, bytes_, g_.stream(k)));
+    }
+  }
+
+  GpuRanks& gpu() { return g_; }
+  int ranks() const { return g_.size(); }
+  float* deviceResidual(int k) { return static_cast<float*>(residual_[size_t(k)].get()); }
+
+  // One grouped call on every rank, with residual(k) as rank k's residual.
+  template <typename ResidualOf>
+  ncclResult_t callAll(ResidualOf residual) {
+    ncclGroupStart();
+    for (int k = 0; k < ranks(); ++k) {
+      WireRun call = w_;
+      call.feedback = residual(k) != nullptr;
+      issue(call, send_[size_t(k)].get(), recv_[size_t(k)].get(), residual(k), g_.comm(k), g_.stream(k));
+    }
+    return ncclGroupEnd();
+  }
+
+  // Every rank's output and residual must be the host's after its two calls.
+  void expectTheHosts(const char* when) {
+    ASSERT_EQ(g_.sync(), "");
+    for (int k = 0; k < ranks(); ++k) {
+      std::vector<unsigned char> out(bytes_);
+      std::vector<float> res(w_.count);
+      CUDA_OK(download(out.data(), recv_[size_t(k)].get(), bytes_, g_.stream(k)));
+      CUDA_OK(download(res.data(), deviceResidual(k), bytes_, g_.stream(k)));
+      ASSERT_EQ(g_.sync(), "");
+      EXPECT_TRUE(out == host_.out[size_t(k)]) << "rank " << k << ": the output " << when << " is not the host's";
+      EXPECT_TRUE(res == host_.residual[size_t(k)]) << "rank " << k << ": the residuals " << when << " differ";
+    }
+  }
+
+ private:
+  static std::vector<std::vector<unsigned char>> inputsOf(const WireRun& w) {
+    std::vector<std::vector<unsigned char>> in(2);
+    for (int k = 0; k < 2; ++k) in[size_t(k)] = inputOf(w, k, w.count);
+    return in;
+  }
+
+  const WireRun w_;
+  const size_t bytes_;
+  const std::vector<std::vector<unsigned char>> in_;
+  Results host_;
+  const std::string hostError_;  // runHost's: made before any GPU-mode rank exists
+  ModeScope mode_{chorusModeGpu};
+  GpuRanks g_{{0, 0}};
+  std::vector<DevMem> send_, recv_, residual_;
+};
+
 // Under CUDA graph capture: one compressed all-reduce with a residual,
 // captured once and replayed twice, leaves the outputs and residuals of two
 // host-mode calls (the residual pointer is part of the captured launch, and
 // each replay updates it).
 TEST(GpuWireGraph, ReplaysOfACapturedCompressedCallAreTheHostsCalls) {
   CHORUS_REQUIRE_GPU();
-  const int n = 2;
-  const WireRun w{ncclFloat32, ncclSum, false, kCount, chorusWireInt8, true, 0};
-  std::vector<std::vector<unsigned char>> in;
-  for (int k = 0; k < n; ++k) in.push_back(inputOf(w, k, w.count));
-  Results host;
-  ASSERT_EQ(runHost(w, in, &host), "");
-
-  ModeScope mode(chorusModeGpu);
-  GpuRanks g({0, 0});
-  ASSERT_TRUE(g.error().empty()) << g.error();
-  const size_t bytes = w.count * sizeof(float);
-  std::vector<DevMem> send, recv, residual;
-  for (int k = 0; k < n; ++k) {
-    send.emplace_back(0, bytes);
-    recv.emplace_back(0, bytes);
-    residual.emplace_back(0, bytes);
-    CUDA_OK(upload(send.back().get(), in[size_t(k)].data(), bytes, g.stream(k)));
-    CUDA_OK(cudaMemsetAsync(residual.back().get(), 0, bytes, g.stream(k)));
-  }
-  const auto callAll = [&](bool withResidual) {
-    ncclGroupStart();
-    for (int k = 0; k < n; ++k) {
-      WireRun call = w;
-      call.feedback = withResidual;
-      issue(call, send[size_t(k)].get(), recv[size_t(k)].get(),
-            withResidual ? static_cast<float*>(residual[size_t(k)].get()) : nullptr, g.comm(k), g.stream(k));
-    }
-    return ncclGroupEnd();
-  };
+  DeviceAllReduce run({ncclFloat32, ncclSum, false, kCount, chorusWireInt8, true, 0});
+  ASSERT_NO_FATAL_FAILURE(run.setUp());
+  GpuRanks& g = run.gpu();
+  const auto none = [](int) -> float* { return nullptr; };
+  const auto onDevice = [&](int k) { return run.deviceResidual(k); };
   // Connections are set up lazily, outside the capture (no residual: it stays zero).
-  ASSERT_EQ(callAll(false), ncclSuccess) << ncclGetLastError(nullptr);
+  ASSERT_EQ(run.callAll(none), ncclSuccess) << ncclGetLastError(nullptr);
   ASSERT_EQ(g.sync(), "");
-  for (int k = 0; k < n; ++k) CUDA_OK(cudaStreamBeginCapture(g.stream(k), cudaStreamCaptureModeThreadLocal));
-  const ncclResult_t captured = callAll(true);
-  std::vector<cudaGraphExec_t> execs(size_t(n), nullptr);
-  for (int k = 0; k < n; ++k) {
+  for (int k = 0; k < g.size(); ++k) CUDA_OK(cudaStreamBeginCapture(g.stream(k), cudaStreamCaptureModeThreadLocal));
+  const ncclResult_t captured = run.callAll(onDevice);
+  std::vector<cudaGraphExec_t> execs(size_t(g.size()), nullptr);
+  for (int k = 0; k < g.size(); ++k) {
     cudaGraph_t graph = nullptr;
     CUDA_OK(cudaStreamEndCapture(g.stream(k), &graph));
     CUDA_OK(cudaGraphInstantiate(&execs[size_t(k)], graph, 0));
@@ -235,19 +280,52 @@ TEST(GpuWireGraph, ReplaysOfACapturedCompressedCallAreTheHostsCalls) {
   }
   ASSERT_EQ(captured, ncclSuccess) << ncclGetLastError(nullptr);
   for (int replay = 0; replay < 2; ++replay) {
-    for (int k = 0; k < n; ++k) CUDA_OK(cudaGraphLaunch(execs[size_t(k)], g.stream(k)));
+    for (int k = 0; k < g.size(); ++k) CUDA_OK(cudaGraphLaunch(execs[size_t(k)], g.stream(k)));
     ASSERT_EQ(g.sync(), "");
   }
-  for (int k = 0; k < n; ++k) {
-    std::vector<unsigned char> out(bytes);
-    std::vector<float> res(w.count);
-    CUDA_OK(download(out.data(), recv[size_t(k)].get(), bytes, g.stream(k)));
-    CUDA_OK(download(res.data(), residual[size_t(k)].get(), bytes, g.stream(k)));
-    ASSERT_EQ(g.sync(), "");
-    EXPECT_TRUE(out == host.out[size_t(k)]) << "rank " << k << ": the second replay's output is not the host's";
-    EXPECT_TRUE(res == host.residual[size_t(k)]) << "rank " << k << ": residuals after two replays differ";
-  }
+  run.expectTheHosts("after two replays");
   for (cudaGraphExec_t e : execs) cudaGraphExecDestroy(e);
+}
+
+// A residual the GPU cannot reach (plain host memory) is refused with
+// ncclInvalidArgument and a message naming it, before any kernel runs; the
+// communicators stay usable, and the same call with a device residual then
+// gives the host's result.
+TEST(GpuWireArgs, AHostResidualIsRefusedAndTheCommunicatorsStayUsable) {
+  CHORUS_REQUIRE_GPU();
+  const WireRun w{ncclFloat32, ncclSum, false, 4096, chorusWireInt8, true, 0};
+  DeviceAllReduce run(w);
+  ASSERT_NO_FATAL_FAILURE(run.setUp());
+  GpuRanks& g = run.gpu();
+  std::vector<std::vector<float>> hostResidual(size_t(g.size()), std::vector<float>(w.count, 0.0f));
+  EXPECT_EQ(run.callAll([&](int k) { return hostResidual[size_t(k)].data(); }), ncclInvalidArgument);
+  EXPECT_NE(std::string(ncclGetLastError(nullptr)).find("residual"), std::string::npos) << ncclGetLastError(nullptr);
+  for (int k = 0; k < g.size(); ++k) {
+    ncclResult_t async = ncclInternalError;
+    ASSERT_EQ(ncclCommGetAsyncError(g.comm(k), &async), ncclSuccess);
+    EXPECT_EQ(async, ncclSuccess) << "rank " << k << ": a refused argument must not break the communicator";
+  }
+  for (int call = 0; call < 2; ++call)  // two calls, as the host reference makes
+    ASSERT_EQ(run.callAll([&](int k) { return run.deviceResidual(k); }), ncclSuccess) << ncclGetLastError(nullptr);
+  run.expectTheHosts("after a refused call");
+}
+
+// The wire kernels need more per-thread stack than CUDA's default limit.
+// A launch that needs more than the limit makes the driver grow it, which
+// waits for the device to go idle, so a wire launch queued behind another
+// rank's spinning kernel would never start. Communicator setup reserves the
+// largest stack of the build's kernels before any launch.
+TEST(GpuWireStack, CommunicatorSetupReservesTheKernelsStack) {
+  CHORUS_REQUIRE_GPU();
+  ModeScope mode(chorusModeGpu);
+  GpuRanks g({0, 0});
+  ASSERT_TRUE(g.error().empty()) << g.error();
+  CUDA_OK(cudaSetDevice(0));
+  size_t needed = 0, limit = 0;
+  CUDA_OK(dev::preloadLaneKernels(&needed));
+  CUDA_OK(cudaDeviceGetLimit(&limit, cudaLimitStackSize));
+  EXPECT_GT(needed, 0u) << "the wire kernels keep blocks of 256 elements on the stack";
+  EXPECT_GE(limit, needed) << "the stack limit must cover every kernel before the first launch";
 }
 
 }  // namespace

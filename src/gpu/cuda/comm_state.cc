@@ -27,14 +27,37 @@ namespace {
 // enough that several ranks sharing the GPU still fit.
 constexpr int kDefaultGpuChannels = 16;
 
-// Lane kernels are loaded once per device, before the first launch (see
-// preloadLaneKernels in kernels/launch.h).
+// The device's per-thread stack limit covers every kernel of this build
+// from the start. A launch that needs more makes the driver grow the limit,
+// and growing it waits for all work on the device to end: with another
+// rank's kernel spinning until this thread launches its own, that never
+// happens. Raising it here, before this process's first launch on the
+// device, costs the difference times the threads the device holds at once.
+ncclResult_t reserveStack(int device, size_t needed) {
+  size_t limit = 0;
+  CHORUS_CUDA_CHECK(cudaDeviceGetLimit(&limit, cudaLimitStackSize));
+  if (needed <= limit) return ncclSuccess;
+  CHORUS_CUDA_CHECK(cudaDeviceSetLimit(cudaLimitStackSize, needed));
+  int sms = 0, threadsPerSm = 0;
+  CHORUS_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  CHORUS_CUDA_CHECK(cudaDeviceGetAttribute(&threadsPerSm, cudaDevAttrMaxThreadsPerMultiProcessor, device));
+  const double mib = double(needed - limit) * sms * threadsPerSm / double(1 << 20);
+  CHORUS_INFO(kLogInit,
+              "GPU %d: per-thread stack limit raised from %zu to %zu bytes (the wire kernels'), about %.0f MiB", device,
+              limit, needed, mib);
+  return ncclSuccess;
+}
+
+// Lane and wire kernels are loaded once per device, before the first launch
+// (see preloadLaneKernels in kernels/launch.h), and their stack reserved.
 ncclResult_t preloadOnce(int device) {
   static std::mutex mu;
   static std::set<int> loaded;
   std::lock_guard<std::mutex> lock(mu);
   if (loaded.count(device) != 0) return ncclSuccess;
-  CHORUS_CUDA_CHECK(dev::preloadLaneKernels());
+  size_t stackBytes = 0;
+  CHORUS_CUDA_CHECK(dev::preloadLaneKernels(&stackBytes));
+  CHORUS_CHECK(reserveStack(device, stackBytes));
   loaded.insert(device);
   return ncclSuccess;
 }
