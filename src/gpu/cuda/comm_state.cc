@@ -13,6 +13,7 @@
 #include "core/wait_limit.h"
 #include "gpu/cuda/cuda_util.h"
 #include "gpu/cuda/gpu_watchdog.h"
+#include "gpu/lane_waits.h"
 #include "gpu/launch_policy.h"
 #include "kernels/common/direct_slot.h"
 #include "kernels/launch.h"
@@ -156,6 +157,7 @@ ncclResult_t commSetup(ncclComm* comm) {
   CHORUS_CHECK(allocMapped(sizeof(dev::LaneWaits), &host, &device));
   st->waitsHost = static_cast<dev::LaneWaits*>(host);
   st->waitsDevice = static_cast<dev::LaneWaits*>(device);
+  clearLaneWaits(st->waitsHost);
   CHORUS_CHECK(preloadOnce(st->device));
   int sms = 0;
   CHORUS_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, st->device));

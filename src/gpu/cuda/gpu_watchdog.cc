@@ -12,6 +12,7 @@
 #include "core/exception_guard.h"
 #include "core/log.h"
 #include "gpu/cuda/comm_state.h"
+#include "gpu/lane_waits.h"
 #include "host/executor.h"
 #include "transport/connection_table.h"
 
@@ -108,18 +109,13 @@ void GpuWatchdog::watchStall(ncclComm* comm, bool busy) {
   constexpr size_t kLanes = sizeof(w->progressNs) / sizeof(w->progressNs[0]);
   s.seen.resize(kLanes);
   bool changed = false;
-  StallSubject subject{comm, -1, false, true};
-  uint64_t oldest = UINT64_MAX;
   for (size_t i = 0; i < kLanes; ++i) {
     const uint64_t at = w->progressNs[i];
     changed |= at != s.seen[i];
     s.seen[i] = at;
-    if (w->peer[i] >= 0 && at < oldest) {  // the lane waiting longest names the peer
-      oldest = at;
-      subject.waitedPeer = w->peer[i];
-      subject.receiving = w->receiving[i] != 0;
-    }
   }
+  const LongestWait longest = longestWait(*w);
+  const StallSubject subject{comm, longest.peer, longest.receiving, true};
   if (!busy || !s.busy || changed) s.lastProgress = now;
   if (!busy) {
     if (s.busy) s.watch.resumed();
