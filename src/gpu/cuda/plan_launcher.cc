@@ -197,6 +197,28 @@ void warnLegacyStream(const ncclComm* comm, cudaStream_t stream) {
               comm->id.rank, comm->gpu->ranksOnDevice, comm->gpu->device);
 }
 
+ncclResult_t launchRank(Plan& plan, const std::vector<cudaStream_t>& streams) {
+  DeviceScope scope(plan.comm->gpu->device);
+  CHORUS_CUDA_CHECK(scope.status());
+  warnLegacyStream(plan.comm, streams[0]);
+  return onJoinedStreams(streams, [&plan](cudaStream_t s) { return launchOne(plan, s); });
+}
+
+// A rank whose launch failed never joins its peers: the kernels of the ranks
+// this thread launched before it would wait for it forever (with no time
+// limit by default). They are stopped, and their communicators carry the
+// error.
+void stopLaunched(std::span<Plan* const> launched, ncclResult_t res) {
+  if (launched.empty()) return;
+  const std::string why = lastErrorMessage();
+  for (Plan* p : launched) {
+    commSignalAbort(p->comm);
+    commSetError(p->comm, res == ncclInvalidArgument ? ncclInvalidUsage : res,
+                 "rank " + std::to_string(p->comm->id.rank) +
+                     "'s kernels were stopped: a rank launched with them in the same call failed: " + why);
+  }
+}
+
 }  // namespace
 
 ncclResult_t launchPlans(std::span<Plan* const> plans, std::span<const std::vector<cudaStream_t>> streams) {
@@ -217,11 +239,11 @@ ncclResult_t launchPlans(std::span<Plan* const> plans, std::span<const std::vect
     CHORUS_CHECK(deviceFormOf(*plan, *plan->comm->gpu, &form));
   }
   for (size_t i = 0; i < plans.size(); ++i) {
-    Plan& plan = *plans[i];
-    DeviceScope scope(plan.comm->gpu->device);
-    CHORUS_CUDA_CHECK(scope.status());
-    warnLegacyStream(plan.comm, streams[i][0]);
-    CHORUS_CHECK(onJoinedStreams(streams[i], [&plan](cudaStream_t s) { return launchOne(plan, s); }));
+    const ncclResult_t res = launchRank(*plans[i], streams[i]);
+    if (res != ncclSuccess) {
+      stopLaunched(plans.first(i), res);
+      return res;
+    }
   }
   return ncclSuccess;
 }
