@@ -348,7 +348,8 @@ TEST_F(LaneFailure, MismatchedPieceSizeIsReported) {
 // Zero-copy sends (kernels/common/direct_slot.h): a direct step posts one
 // descriptor; the plain receive copies the whole step from the sender's
 // buffer; a plain piece after it on the same connector still matches; and a
-// descriptor of the wrong size is a SizeMismatch naming the sender.
+// descriptor of the wrong size is a DescriptorMismatch (WrongSize) naming
+// the sender, as in the host executor.
 TEST_F(LaneFailure, ZeroCopySendThenAPlainPieceOnOneConnector) {
   const size_t n = 300001, bytes = n * sizeof(float);  // > 4 slots of 64 KiB: a FIFO copy would wrap
   std::vector<float> a(n), b(64);
@@ -380,9 +381,10 @@ TEST_F(LaneFailure, ZeroCopySendThenAPlainPieceOnOneConnector) {
 TEST_F(LaneFailure, ZeroCopyDescriptorOfTheWrongSizeIsReported) {
   const LaunchResult r = sendTenExpectMore(true);
   EXPECT_EQ(r.sync, cudaSuccess);
-  EXPECT_EQ(r.status.status, int(dev::LaneStatus::SizeMismatch));
+  EXPECT_EQ(r.status.status, int(dev::LaneStatus::DescriptorMismatch));
   EXPECT_EQ(r.status.peer, 4);
-  EXPECT_EQ(r.status.detail, 40u);
+  EXPECT_EQ(r.status.detail, uint32_t(step::DescriptorCheck::WrongSize));
+  EXPECT_EQ(r.status.received, 40u) << "the bytes the descriptor announced";
 }
 
 // The kernel trusts every index in its parameters: packLaneParams refuses
