@@ -146,6 +146,11 @@ TEST(NcclNetPlugin, TableRewrittenInInitIsReadThroughTheSymbol) {
   ASSERT_EQ(netInitBackend(net, &ndev), ncclSuccess) << lastErrorMessage();
   EXPECT_EQ(ndev, 1);
   EXPECT_STREQ(net->name, "TestNcclNet_rewritten");
+  // Entries the plugin filled in during init are offered, dma-buf included
+  // (the test plugin's regMrDmaBuf refuses every buffer).
+  ASSERT_NE(net->regMrDmaBuf, nullptr) << "init gave the table a regMrDmaBuf";
+  void* mh = nullptr;
+  EXPECT_EQ(net->regMrDmaBuf(nullptr, nullptr, 0, CHORUS_NET_PTR_CUDA, 0, -1, &mh), ncclInvalidUsage);
 }
 
 TEST(NcclNetPlugin, FinalizeGetsTheInitContext) {

@@ -73,6 +73,9 @@ ncclResult_t slotInit(Slot& s, ncclDebugLogger_t logger) {
   }
   if (const char* missing = s.driver->missingEntry())
     return fail(ncclSystemError, "net: NCCL_NET_PLUGIN %s: entry '%s' is NULL after init", s.label.c_str(), missing);
+  // The table as init left it: read through the symbol, so a plugin that
+  // fills in (or clears) regMrDmaBuf in init is seen as it is now.
+  if (!s.driver->hasRegMrDmaBuf()) s.table.regMrDmaBuf = nullptr;
   s.name = s.driver->name();
   s.table.name = s.name.c_str();
   s.label = "'" + s.name + "' (ncclNet_v" + std::to_string(s.driver->version()) + " from " + s.file + ")";
@@ -149,6 +152,8 @@ struct Entries {
     return pluginError(slot(), "regMr", d().regMr(comm, data, size, type, mh));
   }
   static ncclResult_t regMrDmaBuf(void* comm, void* data, size_t size, int type, uint64_t offset, int fd, void** mh) {
+    if (!d().hasRegMrDmaBuf())
+      return fail(ncclInvalidUsage, "net: NCCL plugin %s has no regMrDmaBuf", slot().label.c_str());
     return pluginError(slot(), "regMrDmaBuf", d().regMrDmaBuf(comm, data, size, type, offset, fd, mh));
   }
   static ncclResult_t deregMr(void* comm, void* mh) { return pluginError(slot(), "deregMr", d().deregMr(comm, mh)); }
@@ -172,7 +177,9 @@ struct Entries {
     return closed(slot(), pluginError(slot(), "closeListen", d().closeListen(c)));
   }
 
-  static chorusNet_v1_t table(bool dmabuf) {
+  // regMrDmaBuf is offered until init, which may fill in or clear the
+  // plugin's own entry; slotInit then keeps it only if the plugin has one.
+  static chorusNet_v1_t table() {
     chorusNet_v1_t t{};
     t.version = CHORUS_NET_API_VERSION;
     t.init = init;
@@ -182,7 +189,7 @@ struct Entries {
     t.connect = connect;
     t.accept = accept;
     t.regMr = regMr;
-    t.regMrDmaBuf = dmabuf ? regMrDmaBuf : nullptr;
+    t.regMrDmaBuf = regMrDmaBuf;
     t.deregMr = deregMr;
     t.isend = isend;
     t.irecv = irecv;
@@ -196,9 +203,9 @@ struct Entries {
 };
 
 template <int... S>
-chorusNet_v1_t tableForSlot(int slot, bool dmabuf, std::integer_sequence<int, S...>) {
+chorusNet_v1_t tableForSlot(int slot, std::integer_sequence<int, S...>) {
   chorusNet_v1_t out{};
-  ((slot == S ? (out = Entries<S>::table(dmabuf), 0) : 0), ...);
+  ((slot == S ? (out = Entries<S>::table(), 0) : 0), ...);
   return out;
 }
 
@@ -212,9 +219,8 @@ ncclResult_t ncclNetAdapt(std::unique_ptr<NcclNetDriver> driver, const std::stri
     s.file = file;
     s.name = driver->name();
     s.label = "'" + s.name + "' (ncclNet_v" + std::to_string(driver->version()) + " from " + file + ")";
-    const bool dmabuf = driver->hasRegMrDmaBuf();
     s.driver = std::move(driver);
-    s.table = tableForSlot(i, dmabuf, std::make_integer_sequence<int, kSlots>{});
+    s.table = tableForSlot(i, std::make_integer_sequence<int, kSlots>{});
     s.table.name = s.name.c_str();
     *net = &s.table;
     return ncclSuccess;

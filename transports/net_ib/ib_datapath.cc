@@ -180,7 +180,12 @@ ncclResult_t ibIflush(void* recvComm, void* data, size_t size, void* mhandle, vo
   if (comm == nullptr || request == nullptr) return fail(ncclInvalidArgument, "NET/IB: iflush: NULL argument");
   *request = nullptr;
   if (mh == nullptr || mh->type == CHORUS_NET_PTR_HOST || size == 0) return ncclSuccess;  // nothing to flush
-  if (comm->flushPending) return ncclSuccess;  // one flush at a time: retry later
+  // One flush read in flight at a time, and a NULL request means "nothing to
+  // flush" to every caller: a new flush first waits for the one in flight (a
+  // loopback read, microseconds). Its handle is reused, so a caller still
+  // holding the old one sees it done only when the new read is, which is
+  // later.
+  while (comm->flushPending && !comm->flushDone) CHORUS_CHECK(pollCompletions(comm));
   // A read through the NIC completes only after earlier writes into the
   // buffer are visible to the GPU.
   ibv_sge sge{reinterpret_cast<uintptr_t>(comm->flushBuf), 1, comm->flushMr->lkey};
