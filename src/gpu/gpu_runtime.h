@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -51,6 +52,13 @@ ncclResult_t memFree(void* ptr);
 // kernels: pins and maps it, and returns the address kernels use. The
 // mapping lasts as long as *keep.
 ncclResult_t mapHostMemory(void* base, size_t bytes, std::shared_ptr<void>* keep, void** deviceAddress);
+
+// Runs `release` (a free of memory kernels on `device` may use) now, or once
+// no communicator of this process has kernels running on the device: a free
+// waits for the whole device, so one made while another communicator's
+// kernel spins would never return (src/gpu/deferred_release.h). Without
+// CUDA: now.
+void releaseWhenIdle(int device, std::function<void()> release);
 
 // GPU-mode communicator lifecycle. setup runs at init after the peers are
 // known; teardown stops the communicator's kernels (abort: at once through

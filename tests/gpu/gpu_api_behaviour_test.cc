@@ -4,7 +4,8 @@
 //    function, the calls still return, and the results are right afterwards.
 //  - CUDA graphs: all-reduces captured on every rank's stream, replayed 10x.
 //  - Abort and timeout: a rank whose peer never calls is stopped by
-//    ncclCommAbort, or fails by itself after CHORUS_TIMEOUT_MS, in bounded time.
+//    ncclCommAbort, or fails by itself after CHORUS_TIMEOUT_MS, in bounded time;
+//    aborting an idle rank returns while another rank's kernel spins.
 //  - Registration (ncclCommRegister, ncclMemAlloc, windows), ncclCommCuDevice,
 //    ncclGetVersion, and bit-identical results of host and GPU mode for one
 //    fixed schedule on data whose sum depends on the order.
@@ -228,6 +229,32 @@ TEST_F(GpuApi, AbortStopsARunningKernel) {
   EXPECT_EQ(synced, cudaSuccess) << cudaGetErrorString(synced) << " (an abort must end the kernel cleanly)";
   EXPECT_LT(ms, 5000);
   g.markBroken();  // rank 1 is aborted too at teardown
+}
+
+// Aborting a rank whose own kernels are idle returns at once even while
+// another communicator's kernel on the same GPU still spins (here: waiting
+// for that very rank). Its GPU memory is freed once no kernel runs: a free
+// waits for the whole device, and this kernel ends only with the next abort
+// in this thread.
+TEST_F(GpuApi, AbortOfAnIdleRankReturnsWhileAnotherRanksKernelSpins) {
+  GpuRanks g({0, 0});
+  ASSERT_TRUE(g.error().empty()) << g.error();
+  SumBuffers b(g, 1 << 20);
+  ASSERT_EQ(allReduceAll(g, b), ncclSuccess) << ncclGetLastError(nullptr);
+  ASSERT_EQ(g.sync(), "");
+  ASSERT_EQ(startLonelyAllReduce(g, b), ncclSuccess) << ncclGetLastError(g.comm(0));
+  std::this_thread::sleep_for(Ms(100));
+  ncclComm_t c1 = g.comm(1);
+  EXPECT_EQ(mustReturnWithin("ncclCommAbort on the idle rank 1", Ms(5000), [c1] { return ncclCommAbort(c1); }),
+            ncclSuccess);
+  g.forget(1);
+  ncclComm_t c0 = g.comm(0);
+  cudaStream_t s0 = g.stream(0);
+  EXPECT_EQ(mustReturnWithin("ncclCommAbort on rank 0", Ms(5000), [c0] { return ncclCommAbort(c0); }), ncclSuccess);
+  g.forget(0);
+  EXPECT_EQ(
+      mustReturnWithin("cudaStreamSynchronize after the aborts", Ms(5000), [s0] { return cudaStreamSynchronize(s0); }),
+      cudaSuccess);
 }
 
 TEST_F(GpuApi, StuckPeerTimesOutNamingThePeer) {

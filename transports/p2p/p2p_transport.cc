@@ -224,9 +224,11 @@ ncclResult_t P2pTransport::createRecv(const ConnRequest& req, const PeerInfo& pe
                 allocBytes >> 10, device, cudaGetErrorName(err), cudaGetErrorString(err));
   }
   std::shared_ptr<void> mem(base, [device](void* p) {
-    gpu::DeviceScope s(device);
-    gpu::RelaxedCaptureScope r;
-    (void)cudaFree(p);
+    gpu::releaseWhenIdle(device, [device, p] {
+      gpu::DeviceScope s(device);
+      gpu::RelaxedCaptureScope r;
+      (void)cudaFree(p);
+    });
   });
   CHORUS_CHECK(gpu::zeroDeviceMemory(base, allocBytes));
 
@@ -299,9 +301,11 @@ ncclResult_t P2pTransport::connectSend(const ConnRequest& req, const PeerInfo& p
                 cudaGetErrorString(err));
   }
   std::shared_ptr<void> mem(base, [device](void* p) {
-    gpu::DeviceScope s(device);
-    gpu::RelaxedCaptureScope r;
-    (void)cudaIpcCloseMemHandle(p);
+    gpu::releaseWhenIdle(device, [device, p] {
+      gpu::DeviceScope s(device);
+      gpu::RelaxedCaptureScope r;
+      (void)cudaIpcCloseMemHandle(p);
+    });
   });
   const std::string mine = gpu::pciBusId(device);
   if (!mine.empty() && strcasecmp(mine.c_str(), h.busId) == 0) adviseMpsOncePerProcess();

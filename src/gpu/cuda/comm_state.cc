@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -209,7 +210,11 @@ void commTeardown(ncclComm* comm, bool abort) {
       return;
     }
   }
-  comm->gpu.reset();
+  // Its pinned and device memory is freed once no other communicator's
+  // kernel runs on the device (releaseWhenIdle).
+  const int device = comm->gpu->device;
+  std::shared_ptr<CommState> state(comm->gpu.release(), CommStateDeleter{});
+  releaseWhenIdle(device, [state]() mutable { state.reset(); });
 }
 
 ncclResult_t commDrain(ncclComm* comm) {

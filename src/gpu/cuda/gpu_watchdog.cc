@@ -57,9 +57,26 @@ void GpuWatchdog::run() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (!comms_.empty()) {
     for (ncclComm* comm : comms_) check(comm);
+    if (releases_.held() != 0) {  // released without the lock: anyBusy takes it
+      lock.unlock();
+      releases_.runIdle([this](int device) { return anyBusy(device); });
+      lock.lock();
+    }
     cv_.wait_for(lock, kPeriod);
   }
   running_ = false;
+}
+
+bool GpuWatchdog::anyBusy(int device) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (ncclComm* comm : comms_)
+    if (comm->gpu && comm->gpu->device == device && comm->gpu->busy()) return true;
+  return false;
+}
+
+void releaseWhenIdle(int device, std::function<void()> release) {
+  GpuWatchdog& w = GpuWatchdog::instance();
+  w.releases().releaseOrHold(device, std::move(release), [&w](int d) { return w.anyBusy(d); });
 }
 
 void GpuWatchdog::check(ncclComm* comm) {

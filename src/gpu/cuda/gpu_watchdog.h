@@ -17,6 +17,7 @@
 #include <mutex>
 #include <vector>
 
+#include "gpu/deferred_release.h"
 #include "host/stall_watch.h"
 
 struct ncclComm;
@@ -29,6 +30,11 @@ class GpuWatchdog {
   void add(ncclComm* comm);
   // After remove() returns the watchdog no longer touches `comm`.
   void remove(ncclComm* comm);
+  // Whether a communicator it watches has kernels in flight on `device`.
+  bool anyBusy(int device);
+  // GPU memory releases held while such kernels run (releaseWhenIdle); the
+  // watchdog runs them once the device is idle.
+  DeferredReleases& releases() { return releases_; }
 
  private:
   GpuWatchdog() = default;
@@ -49,6 +55,7 @@ class GpuWatchdog {
   std::condition_variable cv_;
   std::vector<ncclComm*> comms_;
   bool running_ = false;
+  DeferredReleases releases_;
 };
 
 }  // namespace chorus::gpu

@@ -49,6 +49,7 @@ void commTeardown(ncclComm*, bool) {}
 ncclResult_t commDrain(ncclComm*) { return ncclSuccess; }
 ncclResult_t commPollError(ncclComm*) { return ncclSuccess; }
 void commSignalAbort(ncclComm*) {}
+void releaseWhenIdle(int, std::function<void()> release) { release(); }
 
 ncclResult_t launchPlans(std::span<Plan* const>, std::span<const std::vector<cudaStream_t>>) {
   return unavailable("GPU kernel launch");
