@@ -11,8 +11,6 @@
 namespace chorus {
 namespace {
 
-bool compressible(const Task& t) { return wireCompresses(t.dtype, t.spec.kind); }
-
 const char* wireName(int w) {
   switch (w) {
     case 0:
@@ -34,7 +32,7 @@ ncclResult_t checkConfig(const Task& t, const chorusReduceConfig_t& c, const cha
     return fail(ncclInvalidArgument,
                 "%s: invalid wire %d (chorusWireNative, chorusWireBfloat16, chorusWireFloat8e4m3 or chorusWireInt8)",
                 fn, w);
-  if (w != 0 && !compressible(t))
+  if (w != 0 && !wireCompresses(t.dtype, t.spec.kind))
     return fail(ncclInvalidArgument,
                 "%s: the %s wire compresses ncclFloat32, ncclFloat16 or ncclBfloat16 with ncclSum or ncclAvg only "
                 "(got datatype %d, op %d); use chorusWireNative for other types and operators",
@@ -52,7 +50,8 @@ ncclResult_t fromEnvironment(Task* t) {
   t->wire.deterministic = cfg.deterministic;
   if (cfg.wire == 0) return ncclSuccess;  // the common case: no compression asked for
   const bool kind = t->type == CollType::AllReduce || t->type == CollType::ReduceScatter;
-  if (!kind || !compressible(*t) || t->count == 0 || taskBytes(*t, t->comm->id.nranks) < cfg.wireMinBytes)
+  if (!kind || !wireCompresses(t->dtype, t->spec.kind) || t->count == 0 ||
+      taskBytes(*t, t->comm->id.nranks) < cfg.wireMinBytes)
     return ncclSuccess;
   t->wire.format = cfg.wire;
   if (cfg.wireFeedback) {

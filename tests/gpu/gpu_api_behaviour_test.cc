@@ -203,15 +203,20 @@ ncclResult_t startLonelyAllReduce(GpuRanks& g, SumBuffers& b) {
   });
 }
 
+// After one all-reduce on both ranks (connections made), rank 0's kernel
+// waits in a second one that rank 1 never joins.
+void leaveRankZeroWaiting(GpuRanks& g, SumBuffers& b) {
+  ASSERT_EQ(allReduceAll(g, b), ncclSuccess) << ncclGetLastError(nullptr);
+  ASSERT_EQ(g.sync(), "");
+  ASSERT_EQ(startLonelyAllReduce(g, b), ncclSuccess) << ncclGetLastError(g.comm(0));
+  std::this_thread::sleep_for(Ms(100));
+}
+
 TEST_F(GpuApi, AbortStopsARunningKernel) {
   GpuRanks g({0, 0});
   ASSERT_TRUE(g.error().empty()) << g.error();
   SumBuffers b(g, 1 << 20);
-  ASSERT_EQ(allReduceAll(g, b), ncclSuccess) << ncclGetLastError(nullptr);
-  ASSERT_EQ(g.sync(), "");
-
-  ASSERT_EQ(startLonelyAllReduce(g, b), ncclSuccess) << ncclGetLastError(g.comm(0));
-  std::this_thread::sleep_for(Ms(100));
+  ASSERT_NO_FATAL_FAILURE(leaveRankZeroWaiting(g, b));
   ncclResult_t state = ncclInternalError;
   const ncclResult_t q = mustReturnWithin("ncclCommGetAsyncError while the kernel waits", Ms(5000),
                                           [&] { return ncclCommGetAsyncError(g.comm(0), &state); });
@@ -240,10 +245,7 @@ TEST_F(GpuApi, AbortOfAnIdleRankReturnsWhileAnotherRanksKernelSpins) {
   GpuRanks g({0, 0});
   ASSERT_TRUE(g.error().empty()) << g.error();
   SumBuffers b(g, 1 << 20);
-  ASSERT_EQ(allReduceAll(g, b), ncclSuccess) << ncclGetLastError(nullptr);
-  ASSERT_EQ(g.sync(), "");
-  ASSERT_EQ(startLonelyAllReduce(g, b), ncclSuccess) << ncclGetLastError(g.comm(0));
-  std::this_thread::sleep_for(Ms(100));
+  ASSERT_NO_FATAL_FAILURE(leaveRankZeroWaiting(g, b));
   ncclComm_t c1 = g.comm(1);
   EXPECT_EQ(mustReturnWithin("ncclCommAbort on the idle rank 1", Ms(5000), [c1] { return ncclCommAbort(c1); }),
             ncclSuccess);

@@ -17,6 +17,7 @@
 
 #include "common/fifo_end_tally.h"
 #include "common/rank_runner.h"
+#include "common/translate_rank_plan.h"
 #include "core/comm.h"
 #include "gpu/lane_translate.h"
 #include "plan/plan_builder.h"
@@ -539,12 +540,9 @@ TEST_P(LaneTranslateRealPlans, EveryRankTranslatesAndFifosPairUp) {
         t.dtype = ncclFloat32;
         t.spec = ReduceSpec{ncclFloat32, ReduceKind::Sum, nullptr, 1};
         plan.tasks.push_back(t);
-        if (!RANK_OK(ctx, PlanBuilder(ctx.comm, &plan).build())) return;
-        if (!RANK_OK(ctx, ctx.comm->conns->connectAll(waitBoundAfter(10000)))) return;
-        std::map<std::pair<const void*, bool>, uint64_t> positions;
-        gpu::PositionFor positionFor = [&](const FifoEnd& e, bool sender) { return &positions[{e.ctl, sender}]; };
+        FifoEndTally::Positions positions;
         std::vector<gpu::LaunchArrays> launches;
-        if (!RANK_OK(ctx, gpu::translatePlan(plan, positionFor, &launches))) return;
+        if (!translateRankPlan(ctx, plan, &positions, &launches)) return;
         uint64_t planSteps = 0, launchSteps = 0;
         for (const Lane& l : plan.lanes)
           for (const sched::Segment& s : l.segments) planSteps += sched::segmentSteps(s);

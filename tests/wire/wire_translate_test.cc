@@ -16,6 +16,7 @@
 
 #include "common/fifo_end_tally.h"
 #include "common/rank_runner.h"
+#include "common/translate_rank_plan.h"
 #include "core/comm.h"
 #include "gpu/lane_translate.h"
 #include "plan/plan_builder.h"
@@ -130,12 +131,9 @@ TEST_P(WireTranslate, EveryRankTranslatesAndFifosPairUp) {
         Task t = wireTask(call, nranks, residual.data());
         t.comm = ctx.comm;
         plan.tasks.push_back(t);
-        if (!RANK_OK(ctx, PlanBuilder(ctx.comm, &plan).build())) return;
-        if (!RANK_OK(ctx, ctx.comm->conns->connectAll(waitBoundAfter(10000)))) return;
-        std::map<std::pair<const void*, bool>, uint64_t> positions;
-        gpu::PositionFor positionFor = [&](const FifoEnd& e, bool sender) { return &positions[{e.ctl, sender}]; };
+        FifoEndTally::Positions positions;
         std::vector<gpu::LaunchArrays> launches;
-        if (!RANK_OK(ctx, gpu::translatePlan(plan, positionFor, &launches))) return;
+        if (!translateRankPlan(ctx, plan, &positions, &launches)) return;
         checkLaunches(ctx, plan, launches, call.format, t.wire.residual);
         tally.add(positions);
       },

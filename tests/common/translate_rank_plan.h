@@ -1,0 +1,29 @@
+// What the GPU translation tests do on each rank: build the plan of its
+// tasks, connect it, and translate it into GPU launches, handing out one
+// position counter per (FIFO control block, sender side) into `positions`
+// (the FifoEndTally's input).
+#pragma once
+
+#include <vector>
+
+#include "common/fifo_end_tally.h"
+#include "common/rank_runner.h"
+#include "core/comm.h"
+#include "gpu/lane_translate.h"
+#include "plan/plan_builder.h"
+#include "transport/connection_table.h"
+
+namespace chorus::test {
+
+// False, with the failure recorded on ctx, when a stage fails.
+inline bool translateRankPlan(RankCtx& ctx, Plan& plan, FifoEndTally::Positions* positions,
+                              std::vector<gpu::LaunchArrays>* launches) {
+  if (!RANK_OK(ctx, PlanBuilder(ctx.comm, &plan).build())) return false;
+  if (!RANK_OK(ctx, ctx.comm->conns->connectAll(waitBoundAfter(10000)))) return false;
+  const gpu::PositionFor positionFor = [positions](const FifoEnd& e, bool sender) {
+    return &(*positions)[{e.ctl, sender}];
+  };
+  return RANK_OK(ctx, gpu::translatePlan(plan, positionFor, launches));
+}
+
+}  // namespace chorus::test
