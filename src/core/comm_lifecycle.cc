@@ -39,6 +39,7 @@
 #include "gpu/gpu_runtime.h"
 #include "topo/comm_build.h"
 #include "topo/comm_topology.h"
+#include "topo/nic_routes.h"
 #include "transport/connection_table.h"
 #include "transport/transport.h"
 
@@ -103,7 +104,11 @@ ncclResult_t exchangePeers(ncclComm* comm, const WaitBound& bound) {
   comm->conns =
       std::make_unique<ConnectionTable>(comm->id.rank, comm->bootstrap.get(), std::move(peers), comm->id.commHash,
                                         comm->config.timeoutMs, &comm->traffic, comm->config.netName);
-  return topo::buildCommTopology(comm, topoRecords, bound);
+  CHORUS_CHECK(topo::buildCommTopology(comm, topoRecords, bound));
+  if (!comm->id.hostMode)
+    comm->conns->setNicRoutes(
+        std::make_shared<const topo::GpuNicRoutes>(topo::gpuNicRoutes(*comm->topology, comm->id.rank)));
+  return ncclSuccess;
 }
 
 // Joins the job through the id's store, then talks rank to rank (mesh.h).

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <span>
@@ -47,6 +48,16 @@ bool devicePointer(const void* ptr, int* device);
 // Device memory for ncclMemAlloc/ncclMemFree (on the current device).
 ncclResult_t memAlloc(void** ptr, size_t bytes);
 ncclResult_t memFree(void* ptr);
+
+// Device memory on `device` that a network backend reads or writes directly
+// (GPUDirect RDMA FIFO slots), zeroed. It is freed when the last copy of
+// *keep goes (releaseWhenIdle: never while another kernel spins).
+ncclResult_t allocDeviceBuffer(int device, size_t bytes, std::shared_ptr<void>* keep, void** ptr);
+// Whether `device`'s memory can be exported as a dma-buf file descriptor
+// (driver and kernel support), and the export of [ptr, ptr + bytes): *fd
+// (the caller closes it) covers whole host pages from *offset before ptr.
+bool dmabufSupported(int device);
+ncclResult_t dmabufExport(void* ptr, size_t bytes, int* fd, uint64_t* offset);
 
 // Makes host memory (a shared-memory FIFO, a network FIFO) reachable by
 // kernels: pins and maps it, and returns the address kernels use. The

@@ -60,6 +60,7 @@ ConnRequest ConnectionTable::requestFor(const ConnKey& key, int from, int to, ui
   req.label = buf;
   req.waitLimitMs = waitLimitMs_;
   req.netName = netName_;
+  req.nicRoutes = nicRoutes_;
   return req;
 }
 

@@ -73,6 +73,9 @@ class ConnectionTable final : public ConnectorSource {
 
   const PeerInfo& peer(int rank) const { return peers_[rank]; }
   const std::vector<PeerInfo>& peers() const { return peers_; }
+  // GPU mode: this rank's GPU-NIC routes, set once the topology is built
+  // (connections made later carry them: ConnRequest::nicRoutes).
+  void setNicRoutes(std::shared_ptr<const topo::GpuNicRoutes> routes) { nicRoutes_ = std::move(routes); }
 
  private:
   struct PendingSend {
@@ -90,6 +93,7 @@ class ConnectionTable final : public ConnectorSource {
   int64_t waitLimitMs_;
   TrafficStats* traffic_;
   std::string netName_;
+  std::shared_ptr<const topo::GpuNicRoutes> nicRoutes_;
   std::map<ConnKey, std::unique_ptr<RecvConnector>> recvs_;
   std::map<ConnKey, std::unique_ptr<SendConnector>> sends_;
   std::vector<PendingSend> pending_;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "nccl.h"
+#include "topo/nic_routes.h"
 #include "transport/fifo.h"
 
 namespace chorus {
@@ -50,6 +51,9 @@ struct ConnRequest {
   std::string label;        // for messages: "comm 0x.. ring ch0 1->2"
   int64_t waitLimitMs = 0;  // the communicator's CHORUS_TIMEOUT_MS (core/wait_limit.h): 0 = no limit
   std::string netName;      // ncclConfig_t.netName: the network backend to use ("": NCCL_NET, else preference)
+  // GPU mode: how far this rank's GPU is from each NIC (the network
+  // transport's GPUDirect choice); null when the topology does not say.
+  std::shared_ptr<const topo::GpuNicRoutes> nicRoutes;
 };
 
 class Transport {

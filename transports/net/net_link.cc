@@ -3,6 +3,8 @@
 // turns into an error naming the peer the next time it waits on it.
 #include "transports/net/net_link.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -28,9 +30,7 @@ void stepAccept(NetLink& link, bool* progressed) {
   *progressed = true;
   link.net->closeListen(link.listenComm);
   link.listenComm = nullptr;
-  netLinkCall(link, "regMr",
-              link.net->regMr(link.comm, link.message(0), static_cast<size_t>(link.stride()) * link.nslots,
-                              CHORUS_NET_PTR_HOST, &link.mhandle));
+  netLinkCall(link, "registering the slots", registerLinkSlots(link));
 }
 
 // Framed: the slot's fingerprint goes in the header in front of its payload.
@@ -109,6 +109,32 @@ bool publish(NetLink& link, uint64_t i, size_t bytes) {
   return true;
 }
 
+// Whether slot `completed`'s receive finished, and with GPUDirect its flush
+// too (*bytes: its size). False: not yet, or the link failed.
+bool recvLanded(NetLink& link, bool* progressed, size_t* bytes) {
+  void*& req = link.requests[link.completed % link.nslots];
+  if (req != nullptr) {
+    int done = 0;
+    if (!netLinkCall(link, "test(irecv)", link.net->test(req, &done, &link.landedBytes)) || !done) return false;
+    req = nullptr;
+    *progressed = true;
+    if (link.flushAfterRecv && link.landedBytes > 0 && link.net->iflush != nullptr &&
+        !netLinkCall(
+            link, "iflush",
+            link.net->iflush(link.comm, link.message(link.completed), link.landedBytes, link.mhandle, &link.flushReq)))
+      return false;
+  }
+  if (link.flushReq != nullptr) {
+    int done = 0;
+    size_t ignored = 0;
+    if (!netLinkCall(link, "test(iflush)", link.net->test(link.flushReq, &done, &ignored)) || !done) return false;
+    link.flushReq = nullptr;
+    *progressed = true;
+  }
+  *bytes = link.landedBytes;
+  return true;
+}
+
 void stepRecv(NetLink& link, bool* progressed) {
   if (link.framed() && !link.helloDone) return;
   const uint64_t head = link.ctl->head.load(std::memory_order_acquire);
@@ -125,13 +151,8 @@ void stepRecv(NetLink& link, bool* progressed) {
   // A step that passes on a release has no reason to look for arrivals: the
   // executor looks when it waits for the next slot.
   while (!link.publishOnly && link.completed < link.posted && !link.verdictSeen) {
-    int done = 0;
     size_t bytes = 0;
-    if (!netLinkCall(link, "test(irecv)", link.net->test(link.requests[link.completed % link.nslots], &done, &bytes)))
-      return;
-    if (!done) break;
-    link.requests[link.completed % link.nslots] = nullptr;
-    *progressed = true;
+    if (!recvLanded(link, progressed, &bytes)) return;
     if (!publish(link, link.completed, bytes)) return;
     link.ctl->tail.store(++link.completed, std::memory_order_release);
   }
@@ -193,8 +214,27 @@ void hurryDrain(NetLink& link, std::chrono::steady_clock::time_point deadline) {
   link.draining = true;
 }
 
+ncclResult_t registerLinkSlots(NetLink& link) {
+  const size_t bytes = static_cast<size_t>(link.stride()) * link.nslots;
+  clearLastError();
+  ncclResult_t res = ncclSuccess;
+  if (link.dmabufFd >= 0) {
+    res = link.net->regMrDmaBuf == nullptr
+              ? fail(ncclInternalError, "%s: %s has no regMrDmaBuf", link.label.c_str(), link.net->name)
+              : link.net->regMrDmaBuf(link.comm, link.message(0), bytes, link.slotPtrType, link.dmabufOffset,
+                                      link.dmabufFd, &link.mhandle);
+    close(link.dmabufFd);
+    link.dmabufFd = -1;
+  } else {
+    res = link.net->regMr(link.comm, link.message(0), bytes, link.slotPtrType, &link.mhandle);
+  }
+  return res;
+}
+
 void closeLink(NetLink& link) {
   closeSide(link);
+  if (link.dmabufFd >= 0) close(link.dmabufFd);
+  link.dmabufFd = -1;
   if (link.comm != nullptr && link.mhandle != nullptr) link.net->deregMr(link.comm, link.mhandle);
   if (link.comm != nullptr) (link.sender ? link.net->closeSend : link.net->closeRecv)(link.comm);
   if (link.listenComm != nullptr) link.net->closeListen(link.listenComm);

@@ -38,6 +38,16 @@ struct NetLink {
   std::shared_ptr<void> fifo;  // control block + slots (heap)
   FifoControl* ctl = nullptr;
   char* slots = nullptr;  // payload of slot 0 (framed: after its header)
+  // GPUDirect RDMA (net_slot_placement.h): the slots live in device memory
+  // (held here), registered with regMr of this type, or through regMrDmaBuf
+  // when dmabufFd >= 0 (closed once registered).
+  std::shared_ptr<void> deviceSlots;
+  int slotPtrType = CHORUS_NET_PTR_HOST;
+  int dmabufFd = -1;
+  uint64_t dmabufOffset = 0;
+  // Receiver: a received slot is published only after iflush completed, so
+  // a kernel never reads device memory the NIC may still be writing.
+  bool flushAfterRecv = false;
   uint32_t slotBytes = 0;
   uint32_t nslots = 0;
   int dev = 0;  // backend device (the reverse connection uses the same)
@@ -86,6 +96,8 @@ struct NetLink {
   uint64_t posted = 0;
   uint64_t completed = 0;
   void* requests[kMaxFifoSlots] = {};
+  void* flushReq = nullptr;  // receiver: the flush of slot `completed` in flight
+  size_t landedBytes = 0;    // receiver: slot `completed`'s size, while its flush runs
   bool failed = false;
   bool draining = false;
   std::chrono::steady_clock::time_point drainDeadline{};
@@ -151,6 +163,8 @@ void hurryDrain(NetLink& link, std::chrono::steady_clock::time_point deadline);
 // backend has no descriptors, it is being set up or drained, a kernel
 // drives it).
 bool linkPollFds(const NetLink& link, std::vector<pollfd>* fds);
+// Registers the link's slots on link.comm (regMr, or regMrDmaBuf), once.
+ncclResult_t registerLinkSlots(NetLink& link);
 // Closes the backend connections (proxy thread).
 void closeLink(NetLink& link);
 // Whether the executor's thread may step `link` itself (the backend may be

@@ -23,9 +23,9 @@
 #include "core/params.h"
 #include "core/result.h"
 #include "core/wait_limit.h"
-#include "transport/host_fifo_mapping.h"
 #include "transports/net/net_backends.h"
 #include "transports/net/net_proxy.h"
+#include "transports/net/net_slot_placement.h"
 
 namespace chorus {
 namespace {
@@ -42,21 +42,6 @@ struct NetHandleHeader {
 };
 
 uint64_t backendHash(const chorusNet_v1_t* net) { return hashBytes(net->name, strlen(net->name)); }
-
-// Framed links (host mode) keep a message header in front of every slot.
-ncclResult_t allocFifo(NetLink& link, const ConnRequest& req) {
-  link.slotBytes = req.slotBytes;
-  link.nslots = req.nslots;
-  const size_t bytes = fifoControlBytes() + static_cast<size_t>(link.stride()) * req.nslots;
-  void* raw = std::aligned_alloc(4096, (bytes + 4095) & ~size_t(4095));
-  if (raw == nullptr) return fail(ncclSystemError, "net: cannot allocate %zu bytes for %s", bytes, req.label.c_str());
-  if (req.deviceMemory) std::memset(raw, 0, bytes);
-  fifoInit(raw, req.slotBytes, req.nslots, getpid());
-  link.fifo = std::shared_ptr<void>(raw, [](void* p) { std::free(p); });
-  link.ctl = static_cast<FifoControl*>(raw);
-  link.slots = static_cast<char*>(raw) + fifoControlBytes() + (link.stride() - link.slotBytes);
-  return ncclSuccess;
-}
 
 std::string linkLabel(const ConnRequest& req, const chorusNet_v1_t* net, int dev) {
   chorusNetProperties_v1_t props{};
@@ -85,7 +70,10 @@ ncclResult_t NetTransport::createRecv(const ConnRequest& req, const PeerInfo& pe
   link->ackDelayUs = params::netAckDelayUs();
   link->kernelDriven = req.deviceMemory;
   link->dev = dev;
-  CHORUS_CHECK(allocFifo(*link, req));
+  NetBufferPlacement placement = NetBufferPlacement::HostStaged;
+  CHORUS_CHECK(netPlaceSlots(req, net, dev, false, &placement, &link->flushAfterRecv));
+  CHORUS_CHECK(netAllocFifo(*link, req, placement));
+  char* deviceSlots = link->deviceSlots != nullptr ? link->slots : nullptr;
   uint8_t netHandle[CHORUS_NET_HANDLE_BYTES] = {};
   clearLastError();
   ncclResult_t res = net->listen(dev, netHandle, &link->listenComm);
@@ -96,7 +84,7 @@ ncclResult_t NetTransport::createRecv(const ConnRequest& req, const PeerInfo& pe
   memcpy(handle->data() + sizeof(hdr), netHandle, CHORUS_NET_HANDLE_BYTES);
   CHORUS_INFO(kLogNet, "net: %s: receiver listening (slots %u x %u B)", link->label.c_str(), req.nslots, req.slotBytes);
   *end = NetProxy::forThisProcess().attach(std::move(link), req.peerRank, pidToWatch(peer));
-  return mapFifoEndForKernels(req, "net", end);
+  return netMapEndForKernels(req, deviceSlots, end);
 }
 
 ncclResult_t NetTransport::connectSend(const ConnRequest& req, const PeerInfo& peer, const std::vector<uint8_t>& handle,
@@ -136,17 +124,20 @@ ncclResult_t NetTransport::connectSend(const ConnRequest& req, const PeerInfo& p
                   link->label.c_str(), req.peerRank, (long long)req.waitLimitMs);
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  CHORUS_CHECK(allocFifo(*link, req));
-  ncclResult_t res = net->regMr(link->comm, link->message(0), static_cast<size_t>(link->stride()) * req.nslots,
-                                CHORUS_NET_PTR_HOST, &link->mhandle);
+  NetBufferPlacement placement = NetBufferPlacement::HostStaged;
+  bool noFlush = false;
+  ncclResult_t res = netPlaceSlots(req, net, dev, true, &placement, &noFlush);
+  if (res == ncclSuccess) res = netAllocFifo(*link, req, placement);
+  if (res == ncclSuccess) res = registerLinkSlots(*link);
   if (res != ncclSuccess) {
     std::string why = lastErrorMessage();
     net->closeSend(link->comm);
-    return fail(res, "net: %s: registering the slots failed: %s", link->label.c_str(), why.c_str());
+    return fail(res, "net: %s: setting up the slots failed: %s", link->label.c_str(), why.c_str());
   }
   CHORUS_INFO(kLogNet, "net: %s: sender connected", link->label.c_str());
+  char* deviceSlots = link->deviceSlots != nullptr ? link->slots : nullptr;
   *end = NetProxy::forThisProcess().attach(std::move(link), req.peerRank, pidToWatch(peer));
-  return mapFifoEndForKernels(req, "net", end);
+  return netMapEndForKernels(req, deviceSlots, end);
 }
 
 bool NetTransport::awaitRetired(std::chrono::milliseconds bound) {

@@ -1,5 +1,6 @@
 // Device discovery, device memory and host-memory mapping (CUDA builds).
 #include <cstdlib>
+#include <memory>
 #include <string>
 
 #include "core/log.h"
@@ -83,6 +84,25 @@ ncclResult_t memAlloc(void** ptr, size_t bytes) {
 ncclResult_t memFree(void* ptr) {
   RelaxedCaptureScope relaxed;
   CHORUS_CUDA_CHECK(cudaFree(ptr));
+  return ncclSuccess;
+}
+
+ncclResult_t allocDeviceBuffer(int device, size_t bytes, std::shared_ptr<void>* keep, void** ptr) {
+  DeviceScope scope(device);
+  CHORUS_CUDA_CHECK(scope.status());
+  RelaxedCaptureScope relaxed;
+  void* base = nullptr;
+  CHORUS_CUDA_CHECK(cudaMalloc(&base, bytes));
+  std::shared_ptr<void> owner(base, [device](void* p) {
+    releaseWhenIdle(device, [device, p] {
+      DeviceScope s(device);
+      RelaxedCaptureScope r;
+      (void)cudaFree(p);
+    });
+  });
+  CHORUS_CHECK(zeroDeviceMemory(base, bytes));
+  *keep = std::move(owner);
+  *ptr = base;
   return ncclSuccess;
 }
 

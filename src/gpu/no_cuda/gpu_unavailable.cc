@@ -40,6 +40,15 @@ bool devicePointer(const void*, int* device) {
 ncclResult_t memAlloc(void**, size_t) { return unavailable("device memory allocation"); }
 ncclResult_t memFree(void*) { return unavailable("device memory release"); }
 
+ncclResult_t allocDeviceBuffer(int, size_t, std::shared_ptr<void>*, void**) {
+  return unavailable("device memory allocation");
+}
+bool dmabufSupported(int) { return false; }
+ncclResult_t dmabufExport(void*, size_t, int* fd, uint64_t*) {
+  *fd = -1;
+  return unavailable("dma-buf export");
+}
+
 ncclResult_t mapHostMemory(void*, size_t, std::shared_ptr<void>*, void**) {
   return unavailable("mapping host memory for kernels");
 }

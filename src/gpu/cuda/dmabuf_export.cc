@@ -1,0 +1,66 @@
+// Exporting device memory as a dma-buf file descriptor, for network backends
+// that register GPU memory through regMrDmaBuf. The driver call is reached
+// through the runtime's entry-point lookup, so the library does not link
+// libcuda itself; a driver without it means "not supported".
+#include <unistd.h>
+
+#include <cstdint>
+
+#include "core/result.h"
+#include "gpu/cuda/cuda_util.h"
+#include "gpu/gpu_runtime.h"
+
+namespace chorus::gpu {
+namespace {
+
+// The driver API's values (cuda.h): device attribute and handle type.
+constexpr int kAttrDmaBufSupported = 124;
+constexpr int kRangeHandleDmaBufFd = 1;
+constexpr unsigned kDriverVersionOfTheCalls = 11070;
+
+using DeviceGetAttributeFn = int (*)(int* value, int attribute, int device);
+using GetHandleForRangeFn = int (*)(void* handle, unsigned long long dptr, size_t size, int type,
+                                    unsigned long long flags);
+
+template <class Fn>
+Fn driverCall(const char* name) {
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  if (cudaGetDriverEntryPointByVersion(name, &fn, kDriverVersionOfTheCalls, cudaEnableDefault, &found) != cudaSuccess ||
+      found != cudaDriverEntryPointSuccess) {
+    (void)cudaGetLastError();
+    return nullptr;
+  }
+  return reinterpret_cast<Fn>(fn);
+}
+
+}  // namespace
+
+bool dmabufSupported(int device) {
+  static const auto getAttribute = driverCall<DeviceGetAttributeFn>("cuDeviceGetAttribute");
+  static const auto getHandle = driverCall<GetHandleForRangeFn>("cuMemGetHandleForAddressRange");
+  int value = 0;
+  return getAttribute != nullptr && getHandle != nullptr && getAttribute(&value, kAttrDmaBufSupported, device) == 0 &&
+         value != 0;
+}
+
+ncclResult_t dmabufExport(void* ptr, size_t bytes, int* fd, uint64_t* offset) {
+  static const auto getHandle = driverCall<GetHandleForRangeFn>("cuMemGetHandleForAddressRange");
+  *fd = -1;
+  *offset = 0;
+  if (getHandle == nullptr)
+    return fail(ncclSystemError, "dma-buf export: the CUDA driver has no cuMemGetHandleForAddressRange");
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t addr = reinterpret_cast<uintptr_t>(ptr);
+  const uintptr_t base = addr & ~(page - 1);
+  const size_t span = ((addr + bytes - base) + page - 1) & ~(page - 1);
+  int handle = -1;
+  const int err = getHandle(&handle, base, span, kRangeHandleDmaBufFd, 0);
+  if (err != 0 || handle < 0)
+    return fail(ncclSystemError, "dma-buf export of %zu bytes at %p failed (CUDA driver error %d)", bytes, ptr, err);
+  *fd = handle;
+  *offset = addr - base;
+  return ncclSuccess;
+}
+
+}  // namespace chorus::gpu

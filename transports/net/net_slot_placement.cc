@@ -1,0 +1,91 @@
+#include "transports/net/net_slot_placement.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "core/result.h"
+#include "gpu/gpu_runtime.h"
+#include "transport/host_fifo_mapping.h"
+
+namespace chorus {
+namespace {
+
+NetGdrInputs gdrInputs(const ConnRequest& req, const chorusNet_v1_t* net, int dev) {
+  NetGdrInputs in;
+  in.gpuBuffers = req.deviceMemory;
+  chorusNetProperties_v1_t props{};
+  if (net->getProperties(dev, &props) == ncclSuccess) {
+    in.ptrSupport = props.ptrSupport;
+    if (req.nicRoutes != nullptr)
+      in.pathKnown = topo::routeToNetDevice(*req.nicRoutes, props.name, props.pciPath, &in.gpuToNic);
+  }
+  netGdrReadKnobs(&in);
+  in.backendHasDmaBuf = net->regMrDmaBuf != nullptr;
+  in.dmabufExportable =
+      req.deviceMemory && (in.ptrSupport & CHORUS_NET_PTR_DMABUF) && gpu::dmabufSupported(req.selfDevice);
+  return in;
+}
+
+ncclResult_t allocHostFifo(NetLink& link, const ConnRequest& req, size_t slotArea) {
+  const size_t bytes = fifoControlBytes() + slotArea;
+  void* raw = std::aligned_alloc(4096, (bytes + 4095) & ~size_t(4095));
+  if (raw == nullptr) return fail(ncclSystemError, "net: cannot allocate %zu bytes for %s", bytes, req.label.c_str());
+  if (req.deviceMemory) std::memset(raw, 0, bytes);
+  fifoInit(raw, req.slotBytes, req.nslots, getpid());
+  link.fifo = std::shared_ptr<void>(raw, [](void* p) { std::free(p); });
+  link.ctl = static_cast<FifoControl*>(raw);
+  return ncclSuccess;
+}
+
+ncclResult_t allocDeviceSlots(NetLink& link, const ConnRequest& req, NetBufferPlacement placement, size_t bytes) {
+  void* slots = nullptr;
+  CHORUS_CHECK(gpu::allocDeviceBuffer(req.selfDevice, bytes, &link.deviceSlots, &slots));
+  link.slots = static_cast<char*>(slots);
+  link.slotPtrType = CHORUS_NET_PTR_CUDA;
+  if (placement == NetBufferPlacement::DeviceDmaBuf) {
+    link.slotPtrType = CHORUS_NET_PTR_DMABUF;
+    CHORUS_CHECK(gpu::dmabufExport(slots, bytes, &link.dmabufFd, &link.dmabufOffset));
+  }
+  return ncclSuccess;
+}
+
+}  // namespace
+
+ncclResult_t netPlaceSlots(const ConnRequest& req, const chorusNet_v1_t* net, int dev, bool sender,
+                           NetBufferPlacement* placement, bool* flushAfterRecv) {
+  *placement = NetBufferPlacement::HostStaged;
+  *flushAfterRecv = false;
+  if (!req.deviceMemory) return ncclSuccess;
+  NetGdrDecision d;
+  CHORUS_CHECK(netGdrDecide(gdrInputs(req, net, dev), &d));
+  *placement = sender ? d.send : d.recv;
+  *flushAfterRecv = !sender && d.flushAfterRecv;
+  CHORUS_INFO(kLogNet, "net: %s: %s slots in %s memory (%s)", req.label.c_str(), sender ? "send" : "receive",
+              netBufferPlacementName(*placement), d.why.c_str());
+  return ncclSuccess;
+}
+
+// Framed links (host mode) keep a message header in front of every slot.
+ncclResult_t netAllocFifo(NetLink& link, const ConnRequest& req, NetBufferPlacement placement) {
+  link.slotBytes = req.slotBytes;
+  link.nslots = req.nslots;
+  const size_t slotArea = static_cast<size_t>(link.stride()) * req.nslots;
+  const bool onDevice = placement != NetBufferPlacement::HostStaged;
+  CHORUS_CHECK(allocHostFifo(link, req, onDevice ? 0 : slotArea));
+  if (onDevice) return allocDeviceSlots(link, req, placement, slotArea);
+  link.slots = static_cast<char*>(link.fifo.get()) + fifoControlBytes() + (link.stride() - link.slotBytes);
+  return ncclSuccess;
+}
+
+ncclResult_t netMapEndForKernels(const ConnRequest& req, char* deviceSlots, FifoEnd* end) {
+  if (deviceSlots == nullptr) return mapFifoEndForKernels(req, "net", end);
+  char* ctl = nullptr;
+  CHORUS_CHECK(mapFifoForKernels(req, "net", end->ctl, fifoControlBytes(), &end->memory, &ctl));
+  end->ctl = reinterpret_cast<FifoControl*>(ctl);
+  end->slots = deviceSlots;
+  return ncclSuccess;
+}
+
+}  // namespace chorus
