@@ -55,8 +55,13 @@
 # bfloat16 with 8 ranks up to 256 MiB; the lane kernel's latency
 # (lane_kernel_perf); last, when nvidia-cuda-mps-control exists, one
 # 2-process all-reduce (chorusrun) under an MPS daemon of our own, stopped
-# again at the end. A collective whose run timed out, or failed with a kernel
-# timeout ("made no progress", "did not finish"), skips its remaining runs:
+# again at the end, and then the same 2-process all-reduce (up to 64 MiB)
+# over the network transport with device-memory slots (GPUDirect RDMA through
+# the test plugin libnccl-net-cuda.so, NCCL_NET_GDR_LEVEL=SYS; it passes when
+# the log says "slots in device (regMr) memory", the plugin saw receives into
+# device memory and logged no "nccl-test-net: VIOLATION", e.g. a receive read
+# without a completed iflush). A collective whose run timed out, or failed
+# with a kernel timeout ("made no progress", "did not finish"), skips its remaining runs:
 # the same hang would only repeat. The benchmarks run with CHORUS_TIMEOUT_MS
 # 15000 and CHORUS_INIT_TIMEOUT_MS 20000 (unless set), so that a hang shows
 # up as an error before the run's own timeout.
@@ -104,6 +109,7 @@ summary="$work/summary.txt"
 : >"$summary"
 bin="$build/bin"
 gpu_tests="$build/tests/gpu/chorus_gpu_tests"
+gdr_plugin="$build/tests/transports_plugin/libnccl-net-cuda.so"
 
 # ---- results: the work folder, copied to OUT as it goes ----------------------
 last_pack=-100
@@ -157,11 +163,25 @@ key_gtest() {
   skipped=$(gtest_count "$1" SKIPPED)
   echo "${total:-?} tests: ${passed:-0} passed, ${failed:-0} failed, ${skipped:-0} skipped"
 }
+key_gdr() { # key_perf, then what the GPUDirect run must show
+  local log=$1 slots=no recvs flushes viol
+  grep -qF 'slots in device (regMr) memory' "$log" && slots=yes
+  recvs=$(sed -n 's/.*receive comm closed: \([0-9]*\) receive.* \([0-9]*\) flush.*/\1/p' "$log" | awk '{n += $1} END {print n + 0}')
+  flushes=$(sed -n 's/.*receive comm closed: \([0-9]*\) receive.* \([0-9]*\) flush.*/\2/p' "$log" | awk '{n += $1} END {print n + 0}')
+  viol=$(grep -cF 'nccl-test-net: VIOLATION' "$log")
+  echo "$(key_perf "$log"); device slots: $slots; device receives $recvs, flushes $flushes; violations $viol"
+}
 key_copy() { awk '/^memcpy D2D/ {printf "D2D copy %s GB/s (HBM reference)", $4}' "$1"; }
 key_none() { tail -n 1 "$1" | cut -c1-100; }
 
 # ---- verdicts beyond the exit status, by kind --------------------------------
 ok_perf() { grep -q '^# Out of bounds values : 0 OK' "$1"; }
+# GPUDirect: right results, device slots chosen, receives into device memory
+# seen by the plugin's closeRecv check, and no plugin violation.
+ok_gdr() {
+  ok_perf "$1" && grep -qF 'slots in device (regMr) memory' "$1" && ! grep -qF 'nccl-test-net: VIOLATION' "$1" &&
+    grep -qE 'receive comm closed: [1-9][0-9]* receive' "$1"
+}
 ok_any() { true; }
 # A run that skipped itself: exit status 77 (the kernel benchmarks without a
 # device), or a test run in which every test skipped.
@@ -199,7 +219,7 @@ run() {
   local t0=$SECONDS rc=0 status log="$work/$name.log"
   timeout -k 10 "$tmo" "$@" >"$log" 2>&1 || rc=$?
   local verdict=ok_any
-  case $kind in perf | latency | probe) verdict=ok_perf ;; esac
+  case $kind in perf | latency | probe) verdict=ok_perf ;; gdr) verdict=ok_gdr ;; esac
   if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
     status=TIMEOUT
   elif all_skipped "$rc" "$log" "$kind"; then
@@ -297,8 +317,15 @@ fi
 
 # ---- build: only what the runs below use --------------------------------------
 wanted="chorus_gpu_tests reduce_kernel_perf lane_kernel_perf all_reduce_perf all_gather_perf reduce_scatter_perf
-  sendrecv_perf chorusrun"
+  sendrecv_perf chorusrun nccl-net-cuda"
 declare -A stale=() # binaries on disk that this build did not bring up to date
+target_file() { # a wanted target's file
+  case $1 in
+    chorus_gpu_tests) echo "$gpu_tests" ;;
+    nccl-net-cuda) echo "$gdr_plugin" ;;
+    *) echo "$bin/$1" ;;
+  esac
+}
 t0=$SECONDS
 if [ "$configured" = 1 ]; then
   # Regenerate first if a CMakeLists changed, so that the target list is current.
@@ -308,12 +335,7 @@ if [ "$configured" = 1 ]; then
   for t in $wanted; do
     if grep -qE "^build $t: phony" "$build/build.ninja"; then targets="$targets $t"; else missing="$missing $t"; fi
   done
-  for t in $missing; do
-    case $t in
-      chorus_gpu_tests) stale[$gpu_tests]=1 ;;
-      *) stale[$bin/$t]=1 ;;
-    esac
-  done
+  for t in $missing; do stale[$(target_file "$t")]=1; done
   btmo=$build_limit
   [ $(($(left) - 60)) -lt "$btmo" ] && btmo=$(($(left) - 60))
   [ "$btmo" -lt 10 ] && btmo=10
@@ -330,10 +352,7 @@ if [ "$configured" = 1 ]; then
     for t in $targets; do
       if ! ninja -C "$build" -f .device-check.ninja -n "$t" 2>/dev/null | grep -q 'no work to do'; then
         notbuilt="$notbuilt $t"
-        case $t in
-          chorus_gpu_tests) stale[$gpu_tests]=1 ;;
-          *) stale[$bin/$t]=1 ;;
-        esac
+        stale[$(target_file "$t")]=1
       fi
     done
     rm -f "$build/.device-check.ninja"
@@ -345,8 +364,7 @@ if [ "$configured" = 1 ]; then
   fi
 else
   record SKIPPED build 0 "(not configured)"
-  for t in $wanted; do stale[$bin/$t]=1; done
-  stale[$gpu_tests]=1
+  for t in $wanted; do stale[$(target_file "$t")]=1; done
 fi
 publish force
 
@@ -544,32 +562,63 @@ if have "$bin/lane_kernel_perf" lane-kernel-perf; then
 fi
 
 # ---- two processes on the one GPU: MPS runs their kernels side by side ------------
-if [ "$probe_ok" != 1 ]; then
-  record SKIPPED mps-2proc-all_reduce 0 "(no collective benchmarks: see mode-probe)"
-elif [ "$mode" != gpu ]; then
-  record SKIPPED mps-2proc-all_reduce 0 "(CHORUS_MODE=$mode)"
-elif ! command -v nvidia-cuda-mps-control >/dev/null 2>&1; then
-  record SKIPPED mps-2proc-all_reduce 0 "(nvidia-cuda-mps-control not found)"
-elif [ ! -x "$bin/chorusrun" ] || [ -n "${stale[$bin/chorusrun]:-}" ]; then
-  record SKIPPED mps-2proc-all_reduce 0 "(not built: chorusrun; see build.log)"
-elif [ $((deadline - SECONDS)) -lt 70 ]; then
-  # Start (up to 20 s), the run, stop (up to 20 s): all within the budget.
-  record SKIPPED mps-2proc-all_reduce 0 "(budget: $((deadline - SECONDS))s left, 70s needed)"
-else
+# Why a two-process step under MPS cannot run now ("" when it can).
+mps_skip_reason() {
+  if [ "$probe_ok" != 1 ]; then
+    echo "no collective benchmarks: see mode-probe"
+  elif [ "$mode" != gpu ]; then
+    echo "CHORUS_MODE=$mode"
+  elif ! command -v nvidia-cuda-mps-control >/dev/null 2>&1; then
+    echo "nvidia-cuda-mps-control not found"
+  elif [ ! -x "$bin/chorusrun" ] || [ -n "${stale[$bin/chorusrun]:-}" ]; then
+    echo "not built: chorusrun; see build.log"
+  elif [ $((deadline - SECONDS)) -lt 70 ]; then
+    # Start (up to 20 s), the run, stop (up to 20 s): all within the budget.
+    echo "budget: $((deadline - SECONDS))s left, 70s needed"
+  fi
+}
+# mps_run NAME JUDGE CMD...: one step under an MPS daemon of our own,
+# started before it and stopped after it.
+mps_run() {
+  local name=$1 judge=$2 t0=$SECONDS
+  shift 2
   mps_pipe="$work/mps/pipe"
   mkdir -p "$mps_pipe" "$work/mps/log"
-  t0=$SECONDS
   if CUDA_MPS_PIPE_DIRECTORY="$mps_pipe" CUDA_MPS_LOG_DIRECTORY="$work/mps/log" \
-    timeout 20 nvidia-cuda-mps-control -d >"$work/mps-start.log" 2>&1; then
+    timeout 20 nvidia-cuda-mps-control -d >"$work/$name-mps-start.log" 2>&1; then
     # Leave 25 s of the budget for stopping the daemon.
     deadline=$((deadline - 25))
-    run mps-2proc-all_reduce 45 perf env CUDA_MPS_PIPE_DIRECTORY="$mps_pipe" CUDA_MPS_LOG_DIRECTORY="$work/mps/log" \
-      "${perf_env[@]:1}" "$bin/chorusrun" -n 2 -- "$bin/all_reduce_perf" -b 8 -e 256M -f 4 -c 1 -w 2 -n 10
+    run "$name" 45 "$judge" env CUDA_MPS_PIPE_DIRECTORY="$mps_pipe" CUDA_MPS_LOG_DIRECTORY="$work/mps/log" "$@"
     deadline=$((deadline + 25))
     stop_mps
   else
     mps_pipe=""
-    record SKIPPED mps-2proc-all_reduce "$((SECONDS - t0))" "(MPS daemon did not start: $(head -c 100 "$work/mps-start.log"))"
+    record SKIPPED "$name" "$((SECONDS - t0))" "(MPS daemon did not start: $(head -c 100 "$work/$name-mps-start.log"))"
   fi
+}
+
+why=$(mps_skip_reason)
+if [ -n "$why" ]; then
+  record SKIPPED mps-2proc-all_reduce 0 "($why)"
+else
+  mps_run mps-2proc-all_reduce perf "${perf_env[@]:1}" "$bin/chorusrun" -n 2 -- "$bin/all_reduce_perf" \
+    -b 8 -e 256M -f 4 -c 1 -w 2 -n 10
+fi
+
+# ---- the same over the network transport with device-memory slots ---------------
+# The test plugin takes CUDA pointers (regMr NCCL_PTR_CUDA) and checks that
+# every receive into device memory is flushed (iflush) before it is read.
+gdr_e=64M
+[ -n "$mb" ] && [ "$mb" -lt $((64 << 20)) ] && gdr_e=$max_bytes
+why=$(mps_skip_reason)
+if [ -z "$why" ] && { [ ! -f "$gdr_plugin" ] || [ -n "${stale[$gdr_plugin]:-}" ]; }; then
+  why="not built: $(basename "$gdr_plugin"); see build.log"
+fi
+if [ -n "$why" ]; then
+  record SKIPPED mps-2proc-gdr-all_reduce 0 "($why)"
+else
+  mps_run mps-2proc-gdr-all_reduce gdr "${perf_env[@]:1}" NCCL_NET_PLUGIN="$gdr_plugin" NCCL_NET=TestNcclNet_cuda \
+    NCCL_SHM_DISABLE=1 NCCL_P2P_DISABLE=1 NCCL_NET_GDR_LEVEL=SYS NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET \
+    "$bin/chorusrun" -n 2 -- "$bin/all_reduce_perf" -b 8 -e "$gdr_e" -f 4 -c 1 -w 2 -n 10
 fi
 # finish (the EXIT trap) stops MPS, writes the totals, publishes and prints the records.

@@ -10,6 +10,9 @@
 //   TESTNET_V12_ONLY      only a table named for a version newer than v11
 //   TESTNET_REWRITE       the v11 table is empty until init fills it in
 //   TESTNET_FAIL=<what>   init | zerodev | nullfn | props | isend: misbehave
+//   TESTNET_CUDA          (with TESTNET_V11) claims NCCL_PTR_CUDA: CUDA regions
+//                         travel through host bounce buffers, and iflush is
+//                         checked (see "CUDA regions" below); links cudart
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -22,8 +25,15 @@
 #include <atomic>
 #include <climits>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <set>
+
+#if defined(TESTNET_CUDA)
+#include <cuda_runtime_api.h>
+
+#include <map>
+#endif
 
 #include "transports/net/nccl_net_abi.h"
 
@@ -38,6 +48,9 @@
 #define TESTNET_FAIL_ISEND 5
 #ifndef TESTNET_FAIL
 #define TESTNET_FAIL TESTNET_FAIL_NONE
+#endif
+#if defined(TESTNET_CUDA) && !defined(TESTNET_V11)
+#error "TESTNET_CUDA is a v11 table: define TESTNET_V11 too"
 #endif
 
 // Named like a function inside Chorus (chorus::lastErrorMessage). The plugin
@@ -56,11 +69,26 @@ std::atomic<long> gViolations{0};
 std::atomic<long> gSends{0};
 std::atomic<long> gRecvs{0};
 int gCtx = kCtxToken;
+#if defined(TESTNET_CUDA)
+std::atomic<long> gFlushes{0};
+constexpr bool kCuda = true;
+#else
+constexpr bool kCuda = false;
+#endif
 
-#define TESTNET_WARN(...)                                                     \
-  do {                                                                        \
-    gViolations.fetch_add(1);                                                 \
-    if (gLog) gLog(NCCL_LOG_WARN, NCCL_NET, __FILE__, __LINE__, __VA_ARGS__); \
+// The CUDA variant tags every violation with a fixed text that a log can be
+// searched for ("nccl-test-net: VIOLATION: "); the others log as before.
+#if defined(TESTNET_CUDA)
+#define TESTNET_VIOLATION_TAG "VIOLATION: "
+#else
+#define TESTNET_VIOLATION_TAG ""
+#endif
+#define TESTNET_WARN(fmt, ...)                                                      \
+  do {                                                                              \
+    gViolations.fetch_add(1);                                                       \
+    if (gLog)                                                                       \
+      gLog(NCCL_LOG_WARN, NCCL_NET, __FILE__, __LINE__,                             \
+           "nccl-test-net: " TESTNET_VIOLATION_TAG fmt __VA_OPT__(, ) __VA_ARGS__); \
   } while (0)
 
 struct Handle {
@@ -73,6 +101,8 @@ struct Region {
   Comm* comm;
   char* data;
   size_t size;
+  int type = NCCL_PTR_HOST;
+  int device = -1;  // CUDA regions: the device the memory belongs to
 };
 
 struct Request {
@@ -83,6 +113,14 @@ struct Request {
   size_t headerDone = 0;
   size_t bodyDone = 0;
   bool complete = false;
+#if defined(TESTNET_CUDA)
+  std::unique_ptr<char[]> bounce = nullptr;  // host stand-in for a CUDA region's bytes
+  char* cudaDst = nullptr;                   // irecv into a CUDA region: where the bytes go on completion
+  int cudaDevice = -1;
+  bool flush = false;  // an iflush request: done on its second test
+  int flushEntries = 0;
+  int tests = 0;
+#endif
 };
 
 struct Comm {
@@ -90,17 +128,22 @@ struct Comm {
   bool sender = false;
   std::deque<Request*> queue;
   std::set<Region*> regions;
+#if defined(TESTNET_CUDA)
+  std::atomic<long> cudaRecvs{0};  // completed non-empty receives into CUDA regions
+  std::atomic<long> flushes{0};    // regions named by completed flushes
+#endif
 };
 
 std::mutex gRegionsMu;
 std::set<Region*> gAllRegions;  // every live registration, to validate mhandles
 
-bool registered(Comm* comm, void* mhandle, const void* data, size_t size) {
+// The live region of `comm` behind mhandle that holds [data, data + size), or null.
+Region* regionOf(Comm* comm, void* mhandle, const void* data, size_t size) {
   std::lock_guard<std::mutex> lock(gRegionsMu);
   auto* r = static_cast<Region*>(mhandle);
-  if (gAllRegions.count(r) == 0 || r->comm != comm) return false;
+  if (gAllRegions.count(r) == 0 || r->comm != comm) return nullptr;
   const char* p = static_cast<const char*>(data);
-  return p >= r->data && p + size <= r->data + r->size;
+  return p >= r->data && p + size <= r->data + r->size ? r : nullptr;
 }
 
 // Moves bytes for the request at the head of the queue until EAGAIN. false: the connection broke.
@@ -115,8 +158,7 @@ bool progressHead(Request* r) {
     r->headerDone += static_cast<size_t>(n);
   }
   if (!c->sender && r->header > r->capacity) {
-    TESTNET_WARN("nccl-test-net: a %llu-byte message for a %zu-byte receive", (unsigned long long)r->header,
-                 r->capacity);
+    TESTNET_WARN("a %llu-byte message for a %zu-byte receive", (unsigned long long)r->header, r->capacity);
     return false;
   }
   while (r->bodyDone < r->header) {
@@ -147,6 +189,59 @@ void setNonBlocking(int fd) {
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
+#if defined(TESTNET_CUDA)
+// ---- CUDA regions ----
+// Device bytes cross the socket through a host bounce buffer: isend copies
+// them out first, a receive copies them in before test reports it done. The
+// copies use a non-blocking stream of the plugin's own per device, never the
+// legacy default stream, which would wait for other streams' spinning kernels.
+std::mutex gStreamsMu;
+std::map<int, cudaStream_t> gStreams;
+
+void cudaWarn(const char* what, cudaError_t e) {
+  if (gLog)
+    gLog(NCCL_LOG_WARN, NCCL_NET, __FILE__, __LINE__, "nccl-test-net: %s failed: %s", what, cudaGetErrorString(e));
+}
+
+// The device that owns `p`, or -1 when it is not device memory.
+int cudaDeviceOf(const void* p) {
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    cudaGetLastError();
+    return -1;
+  }
+  return a.type == cudaMemoryTypeDevice ? a.device : -1;
+}
+
+// A synchronous copy between host memory and memory of device `dev`; the
+// calling thread's current device is left as it was.
+bool cudaCopy(int dev, void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
+  int prev = -1;
+  cudaError_t e = cudaGetDevice(&prev);
+  if (e == cudaSuccess && prev != dev) e = cudaSetDevice(dev);
+  if (e != cudaSuccess) {
+    cudaWarn("cudaSetDevice", e);
+    return false;
+  }
+  cudaStream_t stream = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(gStreamsMu);
+    auto it = gStreams.find(dev);
+    if (it != gStreams.end()) {
+      stream = it->second;
+    } else {
+      e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+      if (e == cudaSuccess) gStreams[dev] = stream;
+    }
+  }
+  if (e == cudaSuccess) e = cudaMemcpyAsync(dst, src, bytes, kind, stream);
+  if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
+  if (e != cudaSuccess) cudaWarn("a bounce-buffer copy", e);
+  if (prev != dev) cudaSetDevice(prev);
+  return e == cudaSuccess;
+}
+#endif
+
 // ---- the operations, in their widest form; each table adapts to these ----
 
 ncclResult_t doInit(ncclDebugLogger_t log, int version) {
@@ -168,7 +263,7 @@ ncclResult_t fillProps(int dev, Props* p) {
   p->name = const_cast<char*>("testlo");
   p->pciPath = nullptr;
   p->guid = 0x7e57;
-  p->ptrSupport = NCCL_PTR_HOST;
+  p->ptrSupport = kCuda ? (NCCL_PTR_HOST | NCCL_PTR_CUDA) : NCCL_PTR_HOST;
   p->speed = 10000;
   p->port = 1;
   p->latency = 0;
@@ -233,11 +328,22 @@ ncclResult_t doAccept(void* listenComm, void** recvComm) {
 }
 
 ncclResult_t doRegMr(void* comm, void* data, size_t size, int type, void** mhandle) {
-  if (type != NCCL_PTR_HOST) {
-    TESTNET_WARN("nccl-test-net: regMr with pointer type %d, only host memory is supported", type);
+  if (type != NCCL_PTR_HOST && !(kCuda && type == NCCL_PTR_CUDA)) {
+    TESTNET_WARN("regMr with pointer type %d, only %s supported", type,
+                 kCuda ? "host and CUDA memory are" : "host memory is");
     return ncclInvalidArgument;
   }
-  auto* r = new Region{static_cast<Comm*>(comm), static_cast<char*>(data), size};
+  int device = -1;
+#if defined(TESTNET_CUDA)
+  if (type == NCCL_PTR_CUDA) {
+    device = cudaDeviceOf(data);
+    if (device < 0) {
+      TESTNET_WARN("regMr of %zu bytes at %p as NCCL_PTR_CUDA, which is not device memory", size, data);
+      return ncclInvalidArgument;
+    }
+  }
+#endif
+  auto* r = new Region{static_cast<Comm*>(comm), static_cast<char*>(data), size, type, device};
   std::lock_guard<std::mutex> lock(gRegionsMu);
   gAllRegions.insert(r);
   r->comm->regions.insert(r);
@@ -251,7 +357,7 @@ ncclResult_t deregMr(void* comm, void* mhandle) {
   auto* r = static_cast<Region*>(mhandle);
   std::lock_guard<std::mutex> lock(gRegionsMu);
   if (gAllRegions.erase(r) == 0 || r->comm != comm) {
-    TESTNET_WARN("nccl-test-net: deregMr of a handle that is not registered on this comm");
+    TESTNET_WARN("deregMr of a handle that is not registered on this comm");
     return ncclInvalidArgument;
   }
   r->comm->regions.erase(r);
@@ -263,13 +369,28 @@ ncclResult_t post(void* comm, void* data, size_t size, void* mhandle, bool send,
   auto* c = static_cast<Comm*>(comm);
   *request = nullptr;
   if (c->sender != send) return ncclInvalidUsage;
-  if (!registered(c, mhandle, data, size)) {
-    TESTNET_WARN("nccl-test-net: %s of %zu bytes outside any region registered on the comm", send ? "isend" : "irecv",
-                 size);
+  Region* region = regionOf(c, mhandle, data, size);
+  if (region == nullptr) {
+    TESTNET_WARN("%s of %zu bytes outside any region registered on the comm", send ? "isend" : "irecv", size);
     return ncclInvalidArgument;
   }
   auto* r = new Request{c, static_cast<char*>(data), size};
   if (send) r->header = size;
+#if defined(TESTNET_CUDA)
+  if (region->type == NCCL_PTR_CUDA) {
+    r->bounce.reset(new char[size > 0 ? size : 1]);
+    r->data = r->bounce.get();
+    if (!send) {
+      r->cudaDst = static_cast<char*>(data);
+      r->cudaDevice = region->device;
+    } else if (size > 0 && !cudaCopy(region->device, r->data, data, size, cudaMemcpyDeviceToHost)) {
+      delete r;
+      return ncclUnhandledCudaError;
+    }
+  }
+#else
+  (void)region;
+#endif
   c->queue.push_back(r);
   (send ? gSends : gRecvs).fetch_add(1);
   *request = r;
@@ -284,7 +405,7 @@ ncclResult_t doIsend(void* comm, void* data, size_t size, void* mhandle, void** 
 template <class Size>
 ncclResult_t doIrecv(void* comm, int n, void** data, Size* sizes, void** mhandles, void** request) {
   if (n != 1) {  // maxRecvs is 1
-    TESTNET_WARN("nccl-test-net: irecv grouping %d receives, maxRecvs is 1", n);
+    TESTNET_WARN("irecv grouping %d receives, maxRecvs is 1", n);
     return ncclInvalidArgument;
   }
   return post(comm, data[0], static_cast<size_t>(sizes[0]), mhandles[0], false, request);
@@ -295,11 +416,57 @@ ncclResult_t iflush(void*, int, void**, int*, void**, void** request) {
   return ncclSuccess;
 }
 
+#if defined(TESTNET_CUDA)
+// Every region named must be a CUDA region of this receive comm. The request
+// is done on its second test, so a caller that does not wait is caught by the
+// flush count checked at closeRecv.
+ncclResult_t cudaIflush(void* comm, int n, void** data, int* sizes, void** mhandles, void** request) {
+  auto* c = static_cast<Comm*>(comm);
+  *request = nullptr;
+  if (c->sender || n != 1) {  // maxRecvs is 1
+    TESTNET_WARN("iflush of %d region(s) on a %s comm", n, c->sender ? "send" : "receive");
+    return ncclInvalidArgument;
+  }
+  for (int i = 0; i < n; ++i) {
+    const size_t size = sizes[i] > 0 ? static_cast<size_t>(sizes[i]) : 0;
+    Region* region = regionOf(c, mhandles[i], data[i], size);
+    if (region == nullptr || region->type != NCCL_PTR_CUDA) {
+      TESTNET_WARN("iflush of %zu bytes at %p, which is not in a CUDA region registered on the comm", size, data[i]);
+      return ncclInvalidArgument;
+    }
+  }
+  auto* r = new Request{c, nullptr, 0};
+  r->flush = true;
+  r->flushEntries = n;
+  *request = r;
+  return ncclSuccess;
+}
+
+ncclResult_t testFlush(Request* r, int* done, int* sizes) {
+  if (++r->tests < 2) return ncclSuccess;
+  r->comm->flushes.fetch_add(r->flushEntries);
+  gFlushes.fetch_add(r->flushEntries);
+  *done = 1;
+  if (sizes != nullptr) *sizes = 0;
+  delete r;
+  return ncclSuccess;
+}
+#endif
+
 ncclResult_t test(void* request, int* done, int* sizes) {
   auto* r = static_cast<Request*>(request);
   *done = 0;
+#if defined(TESTNET_CUDA)
+  if (r->flush) return testFlush(r, done, sizes);
+#endif
   if (!progress(r->comm)) return ncclRemoteError;
   if (!r->complete) return ncclSuccess;
+#if defined(TESTNET_CUDA)
+  if (r->cudaDst != nullptr && r->header > 0) {
+    if (!cudaCopy(r->cudaDevice, r->cudaDst, r->data, r->header, cudaMemcpyHostToDevice)) return ncclUnhandledCudaError;
+    r->comm->cudaRecvs.fetch_add(1);
+  }
+#endif
   *done = 1;
   if (sizes != nullptr) *sizes = static_cast<int>(r->header);
   delete r;
@@ -313,17 +480,35 @@ ncclResult_t closeComm(void* comm) {
   for (Request* r : c->queue) delete r;
   {
     std::lock_guard<std::mutex> lock(gRegionsMu);
-    if (!c->regions.empty())
-      TESTNET_WARN("nccl-test-net: comm closed with %zu registration(s) left", c->regions.size());
+    if (!c->regions.empty()) TESTNET_WARN("comm closed with %zu registration(s) left", c->regions.size());
     for (Region* r : c->regions) gAllRegions.erase(r);
   }
   delete c;
   return ncclSuccess;
 }
 
+#if defined(TESTNET_CUDA)
+// Every completed non-empty receive into CUDA memory needs a completed flush
+// before the data may be read; a comm that closes with fewer flushes broke that.
+ncclResult_t cudaCloseRecv(void* comm) {
+  auto* c = static_cast<Comm*>(comm);
+  if (c != nullptr) {
+    const long recvs = c->cudaRecvs.load(), flushes = c->flushes.load();
+    if (gLog)
+      gLog(NCCL_LOG_INFO, NCCL_NET, __FILE__, __LINE__,
+           "nccl-test-net: receive comm closed: %ld receive(s) into CUDA memory, %ld flush(es) completed", recvs,
+           flushes);
+    if (flushes < recvs)
+      TESTNET_WARN("%ld receive(s) into CUDA memory completed but only %ld flush(es): data read unflushed", recvs,
+                   flushes);
+  }
+  return closeComm(comm);
+}
+#endif
+
 bool checkCtx(void* ctx) {
   if (ctx == &gCtx) return true;
-  TESTNET_WARN("nccl-test-net: v11 call without the context init returned");
+  TESTNET_WARN("v11 call without the context init returned");
   return false;
 }
 
@@ -400,6 +585,10 @@ ncclNet_v11_t fullV11(const char* name) {
   t.test = test;
   t.closeSend = closeComm;
   t.closeRecv = closeComm;
+#if defined(TESTNET_CUDA)
+  t.iflush = cudaIflush;
+  t.closeRecv = cudaCloseRecv;
+#endif
   t.closeListen = closeComm;
   t.finalize = v11Finalize;
   if (TESTNET_FAIL == TESTNET_FAIL_NULLFN) t.test = nullptr;
@@ -454,7 +643,7 @@ TESTNET_TABLE ncclNet_v11_t ncclNetPlugin_v11 = [] {
 }();
 #elif defined(TESTNET_V11)
 TESTNET_TABLE ncclNet_v11_t ncclNetPlugin_v11 = [] {
-  ncclNet_v11_t t = fullV11("TestNcclNet_v11");
+  ncclNet_v11_t t = fullV11(kCuda ? "TestNcclNet_cuda" : "TestNcclNet_v11");
   t.init = v11Init;
   return t;
 }();
@@ -473,5 +662,8 @@ TESTNET_TABLE FutureTable ncclNetPlugin_v12 = {"TestNcclNet_v12", {}};
 TESTNET_TABLE long ncclTestNetViolations() { return gViolations.load(); }
 TESTNET_TABLE long ncclTestNetSends() { return gSends.load(); }
 TESTNET_TABLE long ncclTestNetRecvs() { return gRecvs.load(); }
+#if defined(TESTNET_CUDA)
+TESTNET_TABLE long ncclTestNetFlushes() { return gFlushes.load(); }
+#endif
 TESTNET_TABLE const char* ncclTestNetWhoseLastError() { return chorus::lastErrorMessage(); }
 }  // extern "C"
