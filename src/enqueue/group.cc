@@ -13,6 +13,7 @@
 #include "core/peer_watch.h"
 #include "core/result.h"
 #include "enqueue/gpu_submit.h"
+#include "enqueue/setup_note_watch.h"
 #include "graph/comm_graph.h"
 #include "host/executor.h"
 #include "plan/plan_builder.h"
@@ -117,40 +118,6 @@ ncclResult_t lookupOrBuild(std::span<const Task> tasks, Plan** out) {
   return ncclSuccess;
 }
 
-// While connection setup waits, about every 50 ms: whether a peer's setup
-// note shows that the ranks' calls differ (plan/setup_notes.h), or a peer
-// sent the verdict. Runs on the waiting thread (a WaitBound stop condition).
-class SetupNoteWatch {
- public:
-  explicit SetupNoteWatch(const Plan& plan) : plan_(plan) {}
-  bool poll() {
-    const auto now = Clock::now();
-    if (found_ || now - last_ < kWaitSlice) return found_;
-    last_ = now;
-    bool self = false;
-    found_ = readSetupNotes(plan_, &record_, &self);
-    if (found_ && !self) stoppedToo_ = true;
-    return found_;
-  }
-  // The mismatch as the caller's error (the communicator is failed by connectPlan).
-  ncclResult_t error() const {
-    char text[400];
-    describeOpMismatch(record_, text, sizeof(text));
-    spreadMismatch(plan_, record_);
-    const int rank = plan_.comm->id.rank;
-    if (stoppedToo_ && record_.rank != rank)
-      return fail(ncclInvalidUsage, "rank %d: %s (rank %d stopped too)", rank, text, record_.rank);
-    return fail(ncclInvalidUsage, "rank %d: %s", rank, text);
-  }
-  bool found() const { return found_; }
-
- private:
-  const Plan& plan_;
-  Clock::time_point last_{};
-  bool found_ = false, stoppedToo_ = false;
-  OpMismatchRecord record_;
-};
-
 // The ranks a plan that made connectors sends its setup note to: those it
 // waits for in setup and (host mode) those it announced receivers to, which
 // may wait for it without any connector towards it (gathers with different
@@ -162,7 +129,9 @@ std::vector<int> notedPeers(ncclComm* comm) {
   return peers;
 }
 
-ncclResult_t connectPlan(Plan* plan) {
+// Connects the plan's new connectors. `watch` is the plan's own; `others`
+// those of the other plans this thread drives, polled while this one waits.
+ncclResult_t connectPlan(Plan* plan, SetupNoteWatch& watch, std::span<SetupNoteWatch> others) {
   ncclComm* comm = plan->comm;
   // The common case: a repeated call allocates nothing.
   if (!comm->conns->hasPending() && !comm->conns->hasAnnounced()) return ncclSuccess;
@@ -170,10 +139,12 @@ ncclResult_t connectPlan(Plan* plan) {
   if (!comm->conns->hasPending()) return ncclSuccess;
   std::string gone;  // a dead peer ends the wait even without a time limit
   WaitBound bound = watchPeers(waitBoundLimit(comm->config.timeoutMs, &comm->abortFlag), comm, &gone);
-  SetupNoteWatch notes(*plan);
-  bound.stop = [peers = bound.stop, &notes] { return notes.poll() || (peers && peers()); };
+  bound.stop = [peers = bound.stop, &watch, others] {
+    for (SetupNoteWatch& w : others) w.poll();  // a verdict they send ends this wait
+    return watch.poll() || (peers && peers());
+  };
   ncclResult_t res = explainPeerGone(comm->conns->connectAll(bound), comm, gone);
-  if (res != ncclSuccess && notes.found()) res = notes.error();
+  if (res != ncclSuccess && watch.found()) res = watch.error();
   if (res != ncclSuccess) {
     commSetError(comm, res, lastErrorMessage());
     return res;
@@ -194,13 +165,32 @@ ncclResult_t executeOnOneComm(std::span<const Task> tasks) {
   CommGuard guard(tasks[0].comm);
   Plan* plan = nullptr;
   CHORUS_CHECK(lookupOrBuild(tasks, &plan));
-  CHORUS_CHECK(connectPlan(plan));
+  SetupNoteWatch watch(*plan);
+  CHORUS_CHECK(connectPlan(plan, watch, {}));
   const std::span<Plan* const> plans(&plan, 1);
   if (!tasks[0].comm->id.hostMode) {
     const std::vector<cudaStream_t> streams = streamsOf(tasks);
     return countCompleted(submitToGpu(plans, std::span<const std::vector<cudaStream_t>>(&streams, 1)), plans);
   }
   return countCompleted(runHostPlans(plans), plans);
+}
+
+// Connects every plan in turn; a plan whose watch found a mismatch while
+// another one waited fails its communicator too.
+ncclResult_t connectPlans(const std::vector<Plan*>& plans) {
+  std::vector<SetupNoteWatch> watches;
+  watches.reserve(plans.size());
+  for (Plan* p : plans) watches.emplace_back(*p);
+  ncclResult_t res = ncclSuccess;
+  for (size_t i = 0; i < plans.size() && res == ncclSuccess; ++i) res = connectPlan(plans[i], watches[i], watches);
+  const std::string first = lastErrorMessage();
+  for (size_t i = 0; i < plans.size(); ++i) {
+    if (!watches[i].found() || plans[i]->comm->asyncError.load() != ncclSuccess) continue;
+    const ncclResult_t code = watches[i].error();
+    commSetError(plans[i]->comm, code, lastErrorMessage());
+  }
+  restoreLastError(first);  // the caller's error is the wait's
+  return res;
 }
 
 // Several communicators driven by this thread. Every plan is built (and so
@@ -216,7 +206,7 @@ ncclResult_t executeOnManyComms(std::span<const Task> tasks) {
     CHORUS_CHECK(lookupOrBuild(g, &plan));
     plans.push_back(plan);
   }
-  for (Plan* p : plans) CHORUS_CHECK(connectPlan(p));
+  CHORUS_CHECK(connectPlans(plans));
   // GPU-mode ranks are enqueued first (that returns at once), then this
   // thread runs the host-mode ones.
   std::vector<Plan*> gpuPlans, hostPlans;

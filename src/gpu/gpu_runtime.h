@@ -23,7 +23,8 @@ struct ncclComm;
 
 namespace chorus {
 struct Plan;
-}
+struct OpMismatchRecord;
+}  // namespace chorus
 
 namespace chorus::gpu {
 
@@ -86,6 +87,11 @@ ncclResult_t commDrain(ncclComm* comm);
 ncclResult_t commPollError(ncclComm* comm);
 // Sets the device-visible abort flag: running kernels stop within microseconds.
 void commSignalAbort(ncclComm* comm);
+
+// Leaves the mismatch `r` on every connector end of the communicator that
+// holds no verdict yet (ends may be device memory: written with copies), so
+// kernels waiting on them stop with it (src/gpu/cuda/verdict_copy.cc).
+void spreadVerdict(ncclComm* comm, const OpMismatchRecord& r);
 
 // Launches each plan and returns without waiting (the plans' connectors are
 // connected already). streams[i] lists the distinct streams plans[i]'s tasks

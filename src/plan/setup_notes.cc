@@ -24,9 +24,28 @@ using opnote::NoteKind;
 
 bool pointToPoint(const OpPrint& p) { return isSendOrRecv(static_cast<CollType>(p.coll)); }
 
-void post(const Plan& plan, int peer, std::vector<uint8_t> note) {
-  if (plan.comm->bootstrap->send(peer, kNoteTag, std::move(note)) != ncclSuccess)
-    CHORUS_INFO(kLogColl, "rank %d: could not send a setup note to rank %d", plan.comm->id.rank, peer);
+void post(ncclComm* comm, int peer, std::vector<uint8_t> note) {
+  if (comm->bootstrap->send(peer, kNoteTag, std::move(note)) != ncclSuccess)
+    CHORUS_INFO(kLogColl, "rank %d: could not send a setup note to rank %d", comm->id.rank, peer);
+}
+void post(const Plan& plan, int peer, std::vector<uint8_t> note) { post(plan.comm, peer, std::move(note)); }
+
+void sendVerdictFrom(ncclComm* comm, const OpMismatchRecord& r) {
+  const std::vector<uint8_t> note = opnote::encodeVerdictNote(comm->id.rank, r);
+  for (int peer = 0; peer < comm->id.nranks; ++peer)
+    if (peer != comm->id.rank) post(comm, peer, note);
+}
+
+// The first task of `mine` that a task of rank `peer`'s call disagrees with.
+bool disagreement(int self, const std::vector<CallTask>& mine, int peer, const std::vector<CallTask>& theirs,
+                  OpMismatchRecord* r) {
+  for (const CallTask& t : theirs)
+    for (const CallTask& m : mine) {
+      if (!notesDisagree(m.print, m.peer, self, t.print, t.peer, peer)) continue;
+      *r = OpMismatchRecord{m.print, t.print, self, peer};
+      return true;
+    }
+  return false;
 }
 
 // The first task of `tasks` of type `coll` with peer `peer`, or nullptr.
@@ -72,13 +91,6 @@ bool blockedOnEachOther(const Plan& plan, const std::vector<CallTask>& mine, int
   if (out < 0) return false;
   *r = OpMismatchRecord{mine[out].print, theirs[in].print, self, peer};
   return true;
-}
-
-std::vector<CallTask> planTasks(const Plan& plan) {
-  std::vector<CallTask> mine;
-  for (size_t k = 0; k < plan.tasks.size() && k < plan.stamps.size(); ++k)
-    mine.push_back({plan.stamps[k].mine, plan.tasks[k].root});
-  return mine;
 }
 
 bool onlySends(const std::vector<CallTask>& tasks) {
@@ -232,12 +244,7 @@ bool judgeOps(const Plan& plan, int peer, const std::vector<CallTask>& theirs, c
               OpMismatchRecord* r) {
   const int self = plan.comm->id.rank;
   const std::vector<CallTask> mine = planTasks(plan);
-  for (const CallTask& t : theirs)
-    for (const CallTask& m : mine) {
-      if (!notesDisagree(m.print, m.peer, self, t.print, t.peer, peer)) continue;
-      *r = OpMismatchRecord{m.print, t.print, self, peer};
-      return true;
-    }
+  if (disagreement(self, mine, peer, theirs, r)) return true;
   if (crossedSends(plan, mine, peer, theirs, r) || blockedOnEachOther(plan, mine, peer, theirs, theirCounts, r))
     return true;
   startWaits(plan, peer, theirs);
@@ -283,10 +290,30 @@ void sendSetupNotes(const Plan& plan, const std::vector<int>& peers) {
   }
 }
 
-void sendVerdictNotes(const Plan& plan, const OpMismatchRecord& r) {
-  const std::vector<uint8_t> note = opnote::encodeVerdictNote(plan.comm->id.rank, r);
-  for (int peer = 0; peer < plan.comm->id.nranks; ++peer)
-    if (peer != plan.comm->id.rank) post(plan, peer, note);
+std::vector<CallTask> planTasks(const Plan& plan) {
+  std::vector<CallTask> mine;
+  for (size_t k = 0; k < plan.tasks.size() && k < plan.stamps.size(); ++k)
+    mine.push_back({plan.stamps[k].mine, plan.tasks[k].root});
+  return mine;
+}
+
+void sendVerdictNotes(const Plan& plan, const OpMismatchRecord& r) { sendVerdictFrom(plan.comm, r); }
+
+bool readNotesAgainstLaunched(ncclComm* comm, const std::vector<CallTask>& launched, OpMismatchRecord* r,
+                              bool* selfFound) {
+  if (comm->bootstrap == nullptr || launched.empty()) return false;
+  return comm->bootstrap->drainArrived(kNoteTag, [&](int peer, const std::vector<uint8_t>& bytes) {
+    opnote::SetupNote note;
+    if (!opnote::decodeSetupNote(bytes, peer, &note)) return false;
+    *selfFound = note.kind != NoteKind::Verdict;
+    if (note.kind == NoteKind::Verdict) {
+      *r = note.verdict;
+      return true;
+    }
+    if (note.kind != NoteKind::Ops || !disagreement(comm->id.rank, launched, peer, note.tasks, r)) return false;
+    sendVerdictFrom(comm, *r);
+    return true;
+  });
 }
 
 bool readSetupNotes(const Plan& plan, OpMismatchRecord* r, bool* selfFound) {

@@ -19,6 +19,9 @@
 #include <vector>
 
 #include "core/op_fingerprint.h"
+#include "plan/blocked_calls.h"
+
+struct ncclComm;
 
 namespace chorus {
 
@@ -31,6 +34,21 @@ void sendSetupNotes(const Plan& plan, const std::vector<int>& peers);
 // peer's note and the plan's tasks (then the verdict goes to every peer), or
 // on a verdict a peer sent. *selfFound says which.
 bool readSetupNotes(const Plan& plan, OpMismatchRecord* r, bool* selfFound);
+
+// GPU mode, from the watchdog while the communicator's kernels run (its
+// calls returned once enqueued, so it waits in no setup): reads the notes
+// that arrived and judges each task of a peer's call against `launched`,
+// the tasks of this rank's recent calls (notesDisagree: the same number,
+// different operations). True with *r on such a task (the verdict then goes
+// to every peer; *selfFound) or on a peer's verdict. Notes of other kinds
+// concern ranks that wait in setup and are dropped; a waiting GPU-mode rank
+// sends its note again (enqueue/setup_note_watch.h).
+bool readNotesAgainstLaunched(ncclComm* comm, const std::vector<CallTask>& launched, OpMismatchRecord* r,
+                              bool* selfFound);
+
+// The plan's tasks as notes carry them (fingerprint, and the peer of a
+// Send/Recv).
+std::vector<CallTask> planTasks(const Plan& plan);
 
 // Sends a mismatch this rank found (by any means) to every peer as a note.
 void sendVerdictNotes(const Plan& plan, const OpMismatchRecord& r);

@@ -202,6 +202,34 @@ TEST(OpMismatch, FirstCallAllReduceVersusBroadcast) {
   });
 }
 
+// One thread drives both ranks (ncclCommInitAll, one group): rank 0's
+// AllReduce waits in setup for a connector rank 1's Broadcast never makes,
+// and rank 1, whose plan waits for nothing, never waits itself. The watch of
+// rank 1's plan, polled while rank 0 waits, reads rank 0's note. A hang
+// before (the time limit below turns one into a failure).
+TEST(OpMismatch, FirstCallAllReduceVersusBroadcastFromOneThread) {
+  ScopedEnv env({{"CHORUS_TIMEOUT_MS", "10000"}, {"CHORUS_MODE", "host"}});
+  ncclComm_t comms[2] = {};
+  ASSERT_EQ(ncclCommInitAll(comms, 2, nullptr), ncclSuccess) << ncclGetLastError(nullptr);
+  std::vector<float> send(1000, 1.0f), recv0(1000), recv1(1000);
+  const auto t0 = Clock::now();
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  EXPECT_EQ(ncclAllReduce(send.data(), recv0.data(), 1000, ncclFloat32, ncclSum, comms[0], nullptr), ncclSuccess);
+  EXPECT_EQ(ncclBroadcast(send.data(), recv1.data(), 1000, ncclFloat32, 0, comms[1], nullptr), ncclSuccess);
+  EXPECT_EQ(ncclGroupEnd(), ncclInvalidUsage) << ncclGetLastError(nullptr);
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
+  EXPECT_LE(ms, kBoundMs);
+  for (ncclComm_t c : comms) {
+    ncclResult_t state = ncclSuccess;
+    ASSERT_EQ(ncclCommGetAsyncError(c, &state), ncclSuccess);
+    EXPECT_EQ(state, ncclInvalidUsage);
+    const std::string msg = ncclGetLastError(c);
+    for (const char* n : {"op #1", "AllReduce(1000 x float, sum)", "Broadcast(1000 x float, root 0)"})
+      EXPECT_NE(msg.find(n), std::string::npos) << "\"" << msg << "\" does not mention " << n;
+  }
+  for (ncclComm_t c : comms) EXPECT_EQ(ncclCommAbort(c), ncclSuccess);
+}
+
 // Both ranks send to each other outside a group as their first call: each
 // waits for the other's receiver, which neither creates. A deadlock, not a
 // wait for a late peer: reported like a mismatch.

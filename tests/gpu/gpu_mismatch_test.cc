@@ -5,7 +5,8 @@
 //    AllReduce vs Broadcast) both fail with ncclInvalidUsage within 1 s, and
 //    ncclGetLastError names both calls; the kernels end (the streams drain).
 //    The lane kernel checks the fingerprints (step::printMatches) and leaves
-//    the verdict on its FIFOs for the peer.
+//    the verdict on its FIFOs for the peer; calls that need different
+//    connectors are found by the setup notes (plan/setup_notes.h).
 //  - A rank whose peer does not call logs the stall WARN line after
 //    CHORUS_STALL_WARN_S (2 s here) naming the op and the rank that has not
 //    called it, and the JSON status shows the call in flight and the peer
@@ -104,18 +105,30 @@ void warmUp(GpuRanks& g, Buffers& b) {
   ASSERT_EQ(g.sync(), "");
 }
 
-// Then `mismatched` (op #2): every rank must fail with ncclInvalidUsage
-// within kBoundMs, naming both calls. One ring, one channel, LL: both calls
-// of every pair run over the connectors op #1 made (in GPU mode the tuner
-// would give a 2-rank AllReduce the Direct connectors and a Broadcast the
-// ring's, and a rank whose cached plan needs no new connector never answers
-// the other's connection setup).
-void expectMismatch(const std::vector<Call>& mismatched, const std::vector<std::string>& needles) {
-  EnvScope env(EnvScope::Vars{
-      {"NCCL_ALGO", "Ring"}, {"NCCL_PROTO", "LL"}, {"NCCL_MIN_NCHANNELS", "1"}, {"NCCL_MAX_NCHANNELS", "1"}});
+// How a mismatch case runs: `pinned`: one ring, one channel, LL, so both
+// calls of every pair run over the same connectors (the lane kernel finds
+// the mismatch in the slots); unpinned, the tuner gives a 2-rank AllReduce
+// the Direct connectors and a Broadcast the ring's, so the rank whose call
+// needs new ones waits in setup and the setup notes find it. `warm`: op #1
+// is a matching AllReduce first (the mismatch is op #2), else the
+// mismatch is the first call.
+struct Setting {
+  bool pinned = true;
+  bool warm = true;
+};
+
+// Then `mismatched`: every rank must fail with ncclInvalidUsage within
+// kBoundMs, naming both calls.
+void expectMismatch(const std::vector<Call>& mismatched, const std::vector<std::string>& needles,
+                    Setting setting = {}) {
+  EnvScope env(setting.pinned ? EnvScope::Vars{{"NCCL_ALGO", "Ring"},
+                                               {"NCCL_PROTO", "LL"},
+                                               {"NCCL_MIN_NCHANNELS", "1"},
+                                               {"NCCL_MAX_NCHANNELS", "1"}}
+                              : EnvScope::Vars{});
   GpuRanks g({0, 0});
   Buffers b(g);
-  warmUp(g, b);
+  if (setting.warm) warmUp(g, b);
   if (::testing::Test::HasFatalFailure()) return;
   g.markBroken();  // teardown aborts: the communicators are failed after this
   const auto t0 = std::chrono::steady_clock::now();
@@ -148,6 +161,16 @@ TEST_F(GpuFailure, CountMismatchNamesBothCalls) {
 TEST_F(GpuFailure, CollectiveMismatchNamesBothCalls) {
   expectMismatch({broadcast(1000, 0), allReduce(1000, ncclFloat32)},
                  {"op #2", "Broadcast(1000 x float, root 0)", "AllReduce(1000 x float, sum)"});
+}
+
+TEST_F(GpuFailure, CollectiveMismatchOverDifferentConnectorsNamesBothCalls) {
+  expectMismatch({broadcast(1000, 0), allReduce(1000, ncclFloat32)},
+                 {"op #2", "Broadcast(1000 x float, root 0)", "AllReduce(1000 x float, sum)"}, Setting{false, true});
+}
+
+TEST_F(GpuFailure, FirstCallCollectiveMismatchNamesBothCalls) {
+  expectMismatch({broadcast(1000, 0), allReduce(1000, ncclFloat32)},
+                 {"op #1", "Broadcast(1000 x float, root 0)", "AllReduce(1000 x float, sum)"}, Setting{false, false});
 }
 
 std::string readFile(const std::string& path) {

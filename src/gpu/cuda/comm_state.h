@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "gpu/gpu_runtime.h"
+#include "gpu/recent_calls.h"
 #include "kernels/lane_plan.h"
 #include "transport/fifo.h"
 
@@ -69,6 +70,7 @@ struct CommState {
   bool launchedBefore = false;
   std::atomic<bool> errorReported{false};
   bool verdictSpread = false;  // the watchdog spread a mismatch (spreadVerdict)
+  RecentCalls recentCalls;     // the tasks of the latest launches (under the comm's opMutex)
 
   ~CommState();
   // Waits until every recorded launch finished, at most `boundMs`; false on timeout.
@@ -76,10 +78,6 @@ struct CommState {
   // Whether kernels launched through the communicator may still be running.
   bool busy();
 };
-
-// After a kernel of `comm` stopped on a mismatch: `r` on every connector end
-// of the communicator that holds no verdict yet (src/gpu/cuda/verdict_copy.cc).
-void spreadVerdict(ncclComm* comm, const OpMismatchRecord& r);
 
 // The translated launches of a plan (Plan::deviceForm).
 struct DeviceForm;

@@ -14,6 +14,7 @@
 #include "gpu/cuda/comm_state.h"
 #include "gpu/lane_waits.h"
 #include "host/executor.h"
+#include "plan/setup_notes.h"
 #include "transport/connection_table.h"
 
 namespace chorus::gpu {
@@ -79,6 +80,31 @@ void releaseWhenIdle(int device, std::function<void()> release) {
   w.releases().releaseOrHold(device, std::move(release), [&w](int d) { return w.anyBusy(d); });
 }
 
+// A peer whose mismatched call waits in connection setup for this rank
+// sends its setup note; this rank's calls were enqueued, so here is where
+// it is read (plan/setup_notes.h, readNotesAgainstLaunched). A mismatch
+// fails the communicator naming both calls, stops its kernels and leaves the
+// verdict on its connectors; the verdict note ends the peer's wait. Skipped
+// while a call holds the communicator (it reads notes itself in setup).
+bool GpuWatchdog::judgeNotes(ncclComm* comm) {
+  CommState& st = *comm->gpu;
+  if (st.verdictSpread || !comm->opMutex.try_lock()) return false;
+  std::lock_guard<std::mutex> op(comm->opMutex, std::adopt_lock);
+  OpMismatchRecord r;
+  bool self = false;
+  if (!readNotesAgainstLaunched(comm, st.recentCalls.tasks(), &r, &self)) return false;
+  char text[400];
+  describeOpMismatch(r, text, sizeof(text));
+  std::string msg = "rank " + std::to_string(comm->id.rank) + ": " + text;
+  if (!self) msg += " (rank " + std::to_string(r.rank) + " stopped too)";
+  CHORUS_WARN(kLogColl, "%s; stopping the communicator's kernels", msg.c_str());
+  commSetError(comm, ncclInvalidUsage, msg);
+  st.verdictSpread = true;
+  spreadVerdict(comm, r);
+  commSignalAbort(comm);
+  return true;
+}
+
 void GpuWatchdog::check(ncclComm* comm) {
   CommState& st = *comm->gpu;
   // The communicator's device, never restored: this thread belongs to the
@@ -104,6 +130,7 @@ void GpuWatchdog::check(ncclComm* comm) {
   const bool busy = st.busy();
   watchStall(comm, busy);
   if (!busy) return;
+  if (judgeNotes(comm)) return;
   const PeerInfo& self = comm->conns->peer(comm->id.rank);
   for (const PeerInfo& p : comm->conns->peers()) {
     if (p.rank == self.rank || p.hostHash != self.hostHash || p.processToken == self.processToken) continue;

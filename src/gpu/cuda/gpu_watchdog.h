@@ -40,6 +40,7 @@ class GpuWatchdog {
   GpuWatchdog() = default;
   void run();
   void check(ncclComm* comm);
+  bool judgeNotes(ncclComm* comm);
   void watchStall(ncclComm* comm, bool busy);
 
   // Per communicator: what its lanes last reported, and since when that is unchanged.

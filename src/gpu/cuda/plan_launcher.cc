@@ -21,6 +21,7 @@
 #include "gpu/lane_translate.h"
 #include "gpu/launch_policy.h"
 #include "kernels/launch.h"
+#include "plan/setup_notes.h"
 
 namespace chorus::gpu {
 
@@ -135,6 +136,8 @@ ncclResult_t launchOne(Plan& plan, cudaStream_t stream) {
       break;
     }
   }
+  // Its notes' counterpart, for peers whose calls wait in setup (RecentCalls).
+  if (!plan.stamps.empty()) st.recentCalls.add(planTasks(plan));
   // Tracked even after a failed launch: earlier launches of the plan may run.
   const ncclResult_t tracked = trackLaunch(st, stream, inCapture);
   return res != ncclSuccess ? res : tracked;

@@ -16,6 +16,7 @@
 #include "core/comm.h"
 #include "core/log.h"
 #include "gpu/cuda/comm_state.h"
+#include "gpu/gpu_runtime.h"
 #include "transport/connection_table.h"
 
 namespace chorus::gpu {
