@@ -105,9 +105,13 @@ ncclResult_t exchangePeers(ncclComm* comm, const WaitBound& bound) {
       std::make_unique<ConnectionTable>(comm->id.rank, comm->bootstrap.get(), std::move(peers), comm->id.commHash,
                                         comm->config.timeoutMs, &comm->traffic, comm->config.netName);
   CHORUS_CHECK(topo::buildCommTopology(comm, topoRecords, bound));
-  if (!comm->id.hostMode)
-    comm->conns->setNicRoutes(
-        std::make_shared<const topo::GpuNicRoutes>(topo::gpuNicRoutes(*comm->topology, comm->id.rank)));
+  if (!comm->id.hostMode) {
+    topo::GpuNicRoutes routes = topo::gpuNicRoutes(*comm->topology, comm->id.rank);
+    // A GPU the topology does not place (no NVML): every NIC counts as SYS
+    // away, so only NCCL_NET_GDR_LEVEL=SYS puts slots in device memory.
+    if (!routes.known) routes = topo::GpuNicRoutes{true, {}, topo::PathType::SYS};
+    comm->conns->setNicRoutes(std::make_shared<const topo::GpuNicRoutes>(std::move(routes)));
+  }
   return ncclSuccess;
 }
 

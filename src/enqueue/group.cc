@@ -183,13 +183,18 @@ ncclResult_t connectPlans(const std::vector<Plan*>& plans) {
   for (Plan* p : plans) watches.emplace_back(*p);
   ncclResult_t res = ncclSuccess;
   for (size_t i = 0; i < plans.size() && res == ncclSuccess; ++i) res = connectPlan(plans[i], watches[i], watches);
-  const std::string first = lastErrorMessage();
+  std::string first = lastErrorMessage();
   for (size_t i = 0; i < plans.size(); ++i) {
     if (!watches[i].found() || plans[i]->comm->asyncError.load() != ncclSuccess) continue;
     const ncclResult_t code = watches[i].error();
     commSetError(plans[i]->comm, code, lastErrorMessage());
+    // Every wait succeeded, yet a rank of this group mismatched: nothing runs.
+    if (res == ncclSuccess) {
+      res = code;
+      first = lastErrorMessage();
+    }
   }
-  restoreLastError(first);  // the caller's error is the wait's
+  restoreLastError(first);  // the caller's error: the wait's, else the first mismatch
   return res;
 }
 

@@ -1,5 +1,7 @@
 #include "enqueue/setup_note_watch.h"
 
+#include <algorithm>
+
 #include "bootstrap/store.h"
 #include "core/comm.h"
 #include "core/result.h"
@@ -10,7 +12,10 @@
 
 namespace chorus {
 namespace {
-constexpr std::chrono::milliseconds kResendEvery{250};
+// GPU mode: the note goes out again after kFirstResend, then twice as long
+// after each, at most a second apart (a peer that does not read them gets
+// at most one a second).
+constexpr std::chrono::milliseconds kLongestResend{1000};
 }  // namespace
 
 bool SetupNoteWatch::poll() {
@@ -21,8 +26,9 @@ bool SetupNoteWatch::poll() {
   found_ = readSetupNotes(plan_, &record_, &self);
   if (found_ && !self) stoppedToo_ = true;
   const ncclComm* comm = plan_.comm;
-  if (!found_ && !comm->id.hostMode && now - lastSent_ >= kResendEvery) {
+  if (!found_ && !comm->id.hostMode && now - lastSent_ >= resendAfter_) {
     lastSent_ = now;
+    resendAfter_ = std::min(2 * resendAfter_, kLongestResend);
     sendSetupNotes(plan_, comm->conns->pendingPeers());
   }
   return found_;

@@ -21,7 +21,8 @@ class SetupNoteWatch {
   explicit SetupNoteWatch(const Plan& plan) : plan_(plan) {}
   // Reads the notes that arrived (at most once per 50 ms); true once a
   // mismatch or a peer's verdict was found. In GPU mode it also sends the
-  // plan's note again to the ranks it still waits for, every 250 ms: a peer
+  // plan's note again to the ranks it still waits for (after 250 ms, then
+  // less often, at least once a second): a peer
   // whose call was enqueued already reads notes from its GPU watchdog, which
   // may have taken an earlier copy before that call was made.
   bool poll();
@@ -32,9 +33,11 @@ class SetupNoteWatch {
 
  private:
   using Clock = std::chrono::steady_clock;
+  static constexpr std::chrono::milliseconds kFirstResend{250};
   const Plan& plan_;
   Clock::time_point last_{};
   Clock::time_point lastSent_ = Clock::now();
+  std::chrono::milliseconds resendAfter_ = kFirstResend;
   bool found_ = false, stoppedToo_ = false;
   OpMismatchRecord record_;
 };

@@ -39,6 +39,10 @@ struct TuneInputs {
   bool hostMode = true;                     // the communicator's mode (commIsHostMode)
   const graph::CommGraph* graph = nullptr;  // null: one host, rank order
   TuneKnobs knobs;
+  // GPU mode: ranks of one host may talk through the network transport
+  // (NCCL_SHM_DISABLE with ranks of several processes on a host), whose
+  // proxy cannot forward LL: such communicators use Simple only.
+  bool proxiedWithinHost = false;
 };
 
 struct TuneDecision {

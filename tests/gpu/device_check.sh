@@ -165,7 +165,11 @@ key_gtest() {
 }
 key_gdr() { # key_perf, then what the GPUDirect run must show
   local log=$1 slots=no recvs flushes viol
-  grep -qF 'slots in device (regMr) memory' "$log" && slots=yes
+  if grep -qF 'slots in device (regMr) memory' "$log"; then
+    slots=yes
+  else  # why not: the first placement line
+    slots="no ($(grep -o 'slots in host memory.*' "$log" | head -n 1 | cut -c1-120))"
+  fi
   recvs=$(sed -n 's/.*receive comm closed: \([0-9]*\) receive.* \([0-9]*\) flush.*/\1/p' "$log" | awk '{n += $1} END {print n + 0}')
   flushes=$(sed -n 's/.*receive comm closed: \([0-9]*\) receive.* \([0-9]*\) flush.*/\2/p' "$log" | awk '{n += $1} END {print n + 0}')
   viol=$(grep -cF 'nccl-test-net: VIOLATION' "$log")

@@ -101,6 +101,24 @@ TEST(Tuner, ModeOfTheInputsDecidesLlAcrossHosts) {
   EXPECT_EQ(tuneCollective(CollType::AllReduce, 8, in).proto, Proto::Simple);
 }
 
+// One host, GPU mode: LL wins a tiny AllReduce, unless ranks of the host
+// talk through the network transport (NCCL_SHM_DISABLE with several
+// processes on the host), whose proxy cannot forward LL either.
+TEST(Tuner, GpuRanksOfOneHostBehindTheProxyUseSimpleOnly) {
+  auto t = synthetic(SyntheticShape::NvSwitch, 1, 8);
+  const CommGraph g = searchOk(t);
+  TuneInputs in;
+  in.nranks = g.nranks;
+  in.graph = &g;
+  in.knobs = freeConfig();
+  in.hostMode = false;
+  ASSERT_EQ(tuneCollective(CollType::AllReduce, 8, in).proto, Proto::LL) << "LL should win on one host";
+  in.proxiedWithinHost = true;
+  EXPECT_EQ(tuneCollective(CollType::AllReduce, 8, in).proto, Proto::Simple);
+  in.hostMode = true;  // host threads move LL through the proxy
+  EXPECT_EQ(machineModel(in).llAcrossHosts, true);
+}
+
 // Point-to-point operations get the Direct algorithm, one channel, Simple.
 TEST(Tuner, PointToPointOperationsGoDirect) {
   const MachineModel m = gpuCluster(2);

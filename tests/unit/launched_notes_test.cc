@@ -56,9 +56,9 @@ struct TwoRanks {
 TEST(LaunchedNotes, ANoteThatDisagreesWithALaunchedCallIsAMismatchAndTheVerdictGoesBack) {
   TwoRanks t;
   gpu::RecentCalls launched;
-  launched.add({{allReduce(1000, 1), -1}});
-  launched.add({{broadcast(1000, 0, 2), 0}});  // rank 1 enqueued op #2 as a Broadcast
-  t.note(0, {{allReduce(1000, 2), -1}});       // rank 0 waits in setup for op #2, an AllReduce
+  launched.add({{allReduce(1000, 1), -1}}, nullptr);
+  launched.add({{broadcast(1000, 0, 2), 0}}, nullptr);  // rank 1 enqueued op #2 as a Broadcast
+  t.note(0, {{allReduce(1000, 2), -1}});                // rank 0 waits in setup for op #2, an AllReduce
   OpMismatchRecord r;
   bool self = false;
   ASSERT_TRUE(readNotesAgainstLaunched(&t.comm[1], launched.tasks(), &r, &self));
@@ -80,7 +80,7 @@ TEST(LaunchedNotes, ANoteThatDisagreesWithALaunchedCallIsAMismatchAndTheVerdictG
 TEST(LaunchedNotes, AMatchingOrLaterCallIsNotAMismatch) {
   TwoRanks t;
   gpu::RecentCalls launched;
-  launched.add({{allReduce(1000, 1), -1}});
+  launched.add({{allReduce(1000, 1), -1}}, nullptr);
   t.note(0, {{allReduce(1000, 1), -1}});  // the same op #1
   t.note(0, {{broadcast(8, 0, 3), 0}});   // op #3: this rank has not called it yet
   OpMismatchRecord r;
@@ -92,7 +92,7 @@ TEST(LaunchedNotes, AMatchingOrLaterCallIsNotAMismatch) {
 TEST(LaunchedNotes, APeersVerdictIsTaken) {
   TwoRanks t;
   gpu::RecentCalls launched;
-  launched.add({{allReduce(1000, 1), -1}});
+  launched.add({{allReduce(1000, 1), -1}}, nullptr);
   const OpMismatchRecord sent{allReduce(1000, 1), allReduce(2000, 1), 0, 1};
   ASSERT_EQ(t.comm[0].bootstrap->send(1, "opnote", opnote::encodeVerdictNote(0, sent)), ncclSuccess);
   OpMismatchRecord r;
@@ -110,15 +110,65 @@ TEST(LaunchedNotes, NothingIsJudgedBeforeAnyLaunch) {
   EXPECT_FALSE(readNotesAgainstLaunched(&t.comm[1], {}, &r, &self));
 }
 
-TEST(RecentCalls, KeepsTheLatestCallsInOrder) {
+// Markers stand for the CUDA events: finished[i] for call i.
+struct Markers {
+  bool finished[2000] = {};
+  void* of(size_t call) { return &finished[call]; }
+  static bool done(void* m) { return *static_cast<bool*>(m); }
+};
+
+TEST(RecentCalls, FinishedCallsBeyondTheLatestFewAreForgotten) {
+  Markers m;
   gpu::RecentCalls calls;
-  EXPECT_TRUE(calls.empty());
-  for (uint32_t seq = 1; seq <= gpu::RecentCalls::kCalls + 3; ++seq)
-    calls.add({{allReduce(10, seq), -1}, {broadcast(10, 0, seq), 0}});
+  std::vector<void*> forgotten;
+  for (uint32_t seq = 1; seq <= 20; ++seq) {
+    m.finished[seq] = true;
+    calls.prune(Markers::done, &forgotten);
+    calls.add({{allReduce(10, seq), -1}, {broadcast(10, 0, seq), 0}}, m.of(seq));
+  }
+  calls.prune(Markers::done, &forgotten);
+  EXPECT_EQ(calls.size(), gpu::RecentCalls::kKeep);
   const std::vector<CallTask> all = calls.tasks();
-  ASSERT_EQ(all.size(), 2 * gpu::RecentCalls::kCalls);
-  EXPECT_EQ(all.front().print.seq, 4u);  // 1-3 dropped
-  EXPECT_EQ(all.back().print.seq, gpu::RecentCalls::kCalls + 3);
+  ASSERT_EQ(all.size(), 2 * gpu::RecentCalls::kKeep);
+  EXPECT_EQ(all.front().print.seq, 20 - gpu::RecentCalls::kKeep + 1);  // oldest first
+  EXPECT_EQ(all.back().print.seq, 20u);
+  EXPECT_EQ(forgotten.size(), 20 - gpu::RecentCalls::kKeep);
+  EXPECT_EQ(forgotten.front(), m.of(1));  // the markers come back for reuse
+  EXPECT_EQ(calls.markers().size(), gpu::RecentCalls::kKeep);
+}
+
+TEST(RecentCalls, AStuckCallStaysHoweverManyCallsFollowIt) {
+  Markers m;
+  gpu::RecentCalls calls;
+  std::vector<void*> forgotten;
+  for (uint32_t seq = 1; seq <= 200; ++seq) {
+    calls.prune(Markers::done, &forgotten);
+    calls.add({{allReduce(10, seq), -1}}, m.of(seq));  // nothing finishes: #1 is stuck
+  }
+  calls.prune(Markers::done, &forgotten);
+  EXPECT_EQ(calls.size(), 200u);
+  EXPECT_EQ(calls.tasks().front().print.seq, 1u);
+  // Once it finished (and everything behind it), the list shrinks again.
+  for (size_t i = 1; i <= 200; ++i) m.finished[i] = true;
+  calls.prune(Markers::done, &forgotten);
+  EXPECT_EQ(calls.size(), gpu::RecentCalls::kKeep);
+}
+
+TEST(RecentCalls, NeverMoreThanTheCap) {
+  gpu::RecentCalls calls;
+  std::vector<void*> forgotten;
+  bool never = false;
+  for (uint32_t seq = 1; seq <= gpu::RecentCalls::kMaxCalls + 5; ++seq) {
+    calls.add({{allReduce(10, seq), -1}}, &never);
+    calls.prune(Markers::done, &forgotten);
+  }
+  EXPECT_EQ(calls.size(), gpu::RecentCalls::kMaxCalls);
+  EXPECT_EQ(calls.tasks().front().print.seq, 6u);
+  // Calls without a marker (captured into a graph) count as finished.
+  gpu::RecentCalls captured;
+  for (uint32_t seq = 1; seq <= 20; ++seq) captured.add({{allReduce(10, seq), -1}}, nullptr);
+  captured.prune(Markers::done, &forgotten);
+  EXPECT_EQ(captured.size(), gpu::RecentCalls::kKeep);
 }
 
 }  // namespace

@@ -92,8 +92,8 @@ ncclResult_t slotInit(Slot& s, ncclDebugLogger_t logger) {
   CHORUS_CHECK(probeDevices(s, &desc, &anyHost));
   if (!anyHost) {
     CHORUS_INFO(kLogNet | kLogInit,
-                "net: NCCL plugin %s: no device takes host memory (%s) and Chorus stages network traffic in host "
-                "memory; skipped",
+                "net: NCCL plugin %s: no device takes host memory (%s); Chorus keeps host-mode FIFOs, and GPU-mode "
+                "ones outside NCCL_NET_GDR_LEVEL, in host memory; skipped",
                 s.label.c_str(), desc.c_str());
     s.ndev = 0;
     return ncclSuccess;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include <poll.h>
+#include <unistd.h>
 
 #include "chorus/net_plugin.h"
 #include "transport/fifo.h"
@@ -27,6 +28,11 @@ namespace chorus {
 struct NetLink {
   NetLink(bool isSender, const chorusNet_v1_t* backend, std::string what)
       : sender(isSender), net(backend), label(std::move(what)) {}
+  ~NetLink() {
+    if (dmabufFd >= 0) close(dmabufFd);  // exported, never registered (setup failed)
+  }
+  NetLink(const NetLink&) = delete;
+  NetLink& operator=(const NetLink&) = delete;
 
   const bool sender;
   const chorusNet_v1_t* const net;

@@ -113,8 +113,17 @@ uint64_t* PositionPool::counterFor(const FifoControl* fifo, bool sender) {
   return counter;
 }
 
+bool markerFinished(void* marker) {
+  if (marker == nullptr) return true;
+  if (cudaEventQuery(static_cast<cudaEvent_t>(marker)) != cudaErrorNotReady) return true;
+  (void)cudaGetLastError();  // NotReady is also recorded as the thread's last error
+  return false;
+}
+
 CommState::~CommState() {
   DeviceScope scope(device);
+  for (void* m : recentCalls.markers()) (void)cudaEventDestroy(static_cast<cudaEvent_t>(m));
+  for (cudaEvent_t e : spareMarkers) (void)cudaEventDestroy(e);
   for (auto& [stream, event] : inFlight) (void)cudaEventDestroy(event);
   if (last != nullptr) (void)cudaEventDestroy(last);
   if (abortHost != nullptr) (void)cudaFreeHost(abortHost);

@@ -69,8 +69,9 @@ struct CommState {
   cudaStream_t lastStream = nullptr;
   bool launchedBefore = false;
   std::atomic<bool> errorReported{false};
-  bool verdictSpread = false;  // the watchdog spread a mismatch (spreadVerdict)
-  RecentCalls recentCalls;     // the tasks of the latest launches (under the comm's opMutex)
+  bool verdictSpread = false;             // the watchdog spread a mismatch (spreadVerdict)
+  RecentCalls recentCalls;                // the tasks of recent launches (under the comm's opMutex)
+  std::vector<cudaEvent_t> spareMarkers;  // events recentCalls let go, for reuse (same guard)
 
   ~CommState();
   // Waits until every recorded launch finished, at most `boundMs`; false on timeout.
@@ -78,6 +79,9 @@ struct CommState {
   // Whether kernels launched through the communicator may still be running.
   bool busy();
 };
+
+// Whether the work behind a RecentCalls marker (an event) finished.
+bool markerFinished(void* marker);
 
 // The translated launches of a plan (Plan::deviceForm).
 struct DeviceForm;

@@ -90,6 +90,9 @@ bool GpuWatchdog::judgeNotes(ncclComm* comm) {
   CommState& st = *comm->gpu;
   if (st.verdictSpread || !comm->opMutex.try_lock()) return false;
   std::lock_guard<std::mutex> op(comm->opMutex, std::adopt_lock);
+  std::vector<void*> forgotten;
+  st.recentCalls.prune(markerFinished, &forgotten);
+  for (void* m : forgotten) st.spareMarkers.push_back(static_cast<cudaEvent_t>(m));
   OpMismatchRecord r;
   bool self = false;
   if (!readNotesAgainstLaunched(comm, st.recentCalls.tasks(), &r, &self)) return false;

@@ -98,6 +98,31 @@ ncclResult_t trackLaunch(CommState& st, cudaStream_t stream, bool inCapture) {
   return ncclSuccess;
 }
 
+// The call's tasks, for peers whose calls wait in setup (RecentCalls), with
+// an event recorded after its kernels (none in a capture: every replay would
+// record it). Not an error when an event cannot be had: the call then counts
+// as finished.
+void rememberCall(CommState& st, const Plan& plan, cudaStream_t stream, bool inCapture) {
+  if (plan.stamps.empty()) return;
+  std::vector<void*> forgotten;
+  st.recentCalls.prune(markerFinished, &forgotten);
+  for (void* m : forgotten) st.spareMarkers.push_back(static_cast<cudaEvent_t>(m));
+  cudaEvent_t done = nullptr;
+  if (!inCapture && !st.spareMarkers.empty()) {
+    done = st.spareMarkers.back();
+    st.spareMarkers.pop_back();
+  } else if (!inCapture && cudaEventCreateWithFlags(&done, cudaEventDisableTiming) != cudaSuccess) {
+    (void)cudaGetLastError();
+    done = nullptr;
+  }
+  if (done != nullptr && cudaEventRecord(done, stream) != cudaSuccess) {
+    (void)cudaGetLastError();
+    st.spareMarkers.push_back(done);
+    done = nullptr;
+  }
+  st.recentCalls.add(planTasks(plan), done);
+}
+
 ncclResult_t launchOne(Plan& plan, cudaStream_t stream) {
   ncclComm* comm = plan.comm;
   CommState& st = *comm->gpu;
@@ -136,8 +161,7 @@ ncclResult_t launchOne(Plan& plan, cudaStream_t stream) {
       break;
     }
   }
-  // Its notes' counterpart, for peers whose calls wait in setup (RecentCalls).
-  if (!plan.stamps.empty()) st.recentCalls.add(planTasks(plan));
+  rememberCall(st, plan, stream, inCapture);
   // Tracked even after a failed launch: earlier launches of the plan may run.
   const ncclResult_t tracked = trackLaunch(st, stream, inCapture);
   return res != ncclSuccess ? res : tracked;

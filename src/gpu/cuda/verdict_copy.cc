@@ -16,6 +16,7 @@
 #include "core/comm.h"
 #include "core/log.h"
 #include "gpu/cuda/comm_state.h"
+#include "gpu/cuda/cuda_util.h"
 #include "gpu/gpu_runtime.h"
 #include "transport/connection_table.h"
 
@@ -44,11 +45,18 @@ bool leaveVerdict(FifoPrints* prints, const OpMismatchRecord& r, cudaStream_t s)
 }  // namespace
 
 void spreadVerdict(ncclComm* comm, const OpMismatchRecord& r) {
-  if (!comm->conns) return;
+  if (!comm->conns || !comm->gpu) return;
+  // Also called by a user thread in connection setup: its current device may
+  // be another, and its stream may be under capture.
+  DeviceScope scope(comm->gpu->device);
+  RelaxedCaptureScope relaxed;
   cudaStream_t s = nullptr;
   if (!copied(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking))) return;
   int failed = 0;
-  comm->conns->forEachEnd([&](const FifoEnd& e) { failed += leaveVerdict(&e.ctl->prints, r, s) ? 0 : 1; });
+  comm->conns->forEachEnd([&](const FifoEnd& e) {
+    if (e.ctl == nullptr) return;  // a sender still waiting in connection setup
+    failed += leaveVerdict(&e.ctl->prints, r, s) ? 0 : 1;
+  });
   (void)cudaStreamDestroy(s);
   if (failed > 0)
     CHORUS_INFO(kLogColl, "rank %d: could not leave the mismatch verdict on %d connector(s)", comm->id.rank, failed);
