@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
@@ -39,16 +40,21 @@ ncclResult_t allocHostFifo(NetLink& link, const ConnRequest& req, size_t slotAre
   return ncclSuccess;
 }
 
+// A dma-buf covers whole host pages: those slots start on a page of their
+// own allocation and fill whole pages of it, so the export never reaches
+// into memory cudaMalloc may have given to someone else.
 ncclResult_t allocDeviceSlots(NetLink& link, const ConnRequest& req, NetBufferPlacement placement, size_t bytes) {
-  void* slots = nullptr;
-  CHORUS_CHECK(gpu::allocDeviceBuffer(req.selfDevice, bytes, &link.deviceSlots, &slots));
-  link.slots = static_cast<char*>(slots);
+  const bool dmabuf = placement == NetBufferPlacement::DeviceDmaBuf;
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t span = dmabuf ? (bytes + page - 1) / page * page + page : bytes;
+  void* base = nullptr;
+  CHORUS_CHECK(gpu::allocDeviceBuffer(req.selfDevice, span, &link.deviceSlots, &base));
+  const uintptr_t at = reinterpret_cast<uintptr_t>(base);
+  link.slots = static_cast<char*>(base) + (dmabuf ? (page - at % page) % page : 0);
   link.slotPtrType = CHORUS_NET_PTR_CUDA;
-  if (placement == NetBufferPlacement::DeviceDmaBuf) {
-    link.slotPtrType = CHORUS_NET_PTR_DMABUF;
-    CHORUS_CHECK(gpu::dmabufExport(slots, bytes, &link.dmabufFd, &link.dmabufOffset));
-  }
-  return ncclSuccess;
+  if (!dmabuf) return ncclSuccess;
+  link.slotPtrType = CHORUS_NET_PTR_DMABUF;
+  return gpu::dmabufExport(link.slots, (bytes + page - 1) / page * page, &link.dmabufFd, &link.dmabufOffset);
 }
 
 }  // namespace
