@@ -196,7 +196,6 @@ TEST(NetLinkGdr, HostSlotsAreNeverFlushed) {
 TEST(NetLinkGdr, DmaBufSlotsAreRegisteredThroughTheFdWhichIsClosedAfter) {
   const chorusNet_v1_t net = fakeNet(true);
   auto link = deviceReceiver(&net);
-  link->slotPtrType = CHORUS_NET_PTR_DMABUF;
   link->dmabufFd = open("/dev/null", O_RDONLY);
   ASSERT_GE(link->dmabufFd, 0);
   const int fd = link->dmabufFd;
@@ -204,7 +203,7 @@ TEST(NetLinkGdr, DmaBufSlotsAreRegisteredThroughTheFdWhichIsClosedAfter) {
   step(*link);
   EXPECT_EQ(g.dmabufFd, fd);
   EXPECT_EQ(g.dmabufOffset, 128u);
-  EXPECT_EQ(g.regType, CHORUS_NET_PTR_DMABUF);
+  EXPECT_EQ(g.regType, CHORUS_NET_PTR_CUDA);  // the memory's type, as NCCL passes it
   EXPECT_EQ(link->dmabufFd, -1);
   EXPECT_EQ(fcntl(fd, F_GETFD), -1);
 }

@@ -45,8 +45,8 @@ struct NetLink {
   FifoControl* ctl = nullptr;
   char* slots = nullptr;  // payload of slot 0 (framed: after its header)
   // GPUDirect RDMA (net_slot_placement.h): the slots live in device memory
-  // (held here), registered with regMr of this type, or through regMrDmaBuf
-  // when dmabufFd >= 0 (closed once registered).
+  // (held here), registered as memory of this type with regMr, or with
+  // regMrDmaBuf when dmabufFd >= 0 (closed once registered).
   std::shared_ptr<void> deviceSlots;
   int slotPtrType = CHORUS_NET_PTR_HOST;
   int dmabufFd = -1;

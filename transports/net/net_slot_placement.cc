@@ -51,9 +51,9 @@ ncclResult_t allocDeviceSlots(NetLink& link, const ConnRequest& req, NetBufferPl
   CHORUS_CHECK(gpu::allocDeviceBuffer(req.selfDevice, span, &link.deviceSlots, &base));
   const uintptr_t at = reinterpret_cast<uintptr_t>(base);
   link.slots = static_cast<char*>(base) + (dmabuf ? (page - at % page) % page : 0);
+  // regMrDmaBuf too is told the memory's type, CUDA (as NCCL calls plugins).
   link.slotPtrType = CHORUS_NET_PTR_CUDA;
   if (!dmabuf) return ncclSuccess;
-  link.slotPtrType = CHORUS_NET_PTR_DMABUF;
   return gpu::dmabufExport(link.slots, (bytes + page - 1) / page * page, &link.dmabufFd, &link.dmabufOffset);
 }
 
