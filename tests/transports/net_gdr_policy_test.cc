@@ -89,12 +89,16 @@ TEST(NetGdrPolicy, DmaBufPreferredWhenEnabledAndExportable) {
   const chorusNet_v1_t net = fakeBackend();
   NetGdrInputs in = gpuInputs(net, PathType::PIX, /*dmabufExportable=*/true);
   EXPECT_EQ(decide(in).recv, NetBufferPlacement::DeviceDmaBuf);
+  EXPECT_TRUE(decide(in).regMrFallback);  // the backend takes CUDA pointers too
   in.dmabufEnable = 0;
   EXPECT_EQ(decide(in).recv, NetBufferPlacement::DeviceRegMr);
+  EXPECT_FALSE(decide(in).regMrFallback);                       // regMr already
   in.ptrSupport = CHORUS_NET_PTR_HOST | CHORUS_NET_PTR_DMABUF;  // dma-buf only, but disabled
   EXPECT_EQ(decide(in).recv, NetBufferPlacement::HostStaged);
   in.dmabufEnable = 1;
-  in.backendHasDmaBuf = false;  // claims the bit, has no entry
+  EXPECT_EQ(decide(in).recv, NetBufferPlacement::DeviceDmaBuf);
+  EXPECT_FALSE(decide(in).regMrFallback);  // dma-buf or nothing
+  in.backendHasDmaBuf = false;             // claims the bit, has no entry
   EXPECT_EQ(decide(in).recv, NetBufferPlacement::HostStaged);
 }
 

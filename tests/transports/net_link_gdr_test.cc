@@ -36,6 +36,8 @@ struct FakeState {
   std::vector<Req> reqs;
   std::vector<std::pair<void*, size_t>> flushes;  // data, size
   bool flushReturnsNull = false;
+  bool dmabufFails = false;  // regMrDmaBuf returns an error
+  int dmabufCalls = 0;
 };
 FakeState g;
 
@@ -62,6 +64,8 @@ ncclResult_t regMr(void*, void* data, size_t size, int type, void** mh) {
   return ncclSuccess;
 }
 ncclResult_t regMrDmaBuf(void* comm, void* data, size_t size, int type, uint64_t offset, int fd, void** mh) {
+  ++g.dmabufCalls;
+  if (g.dmabufFails) return ncclSystemError;
   g.dmabufFd = fd;
   g.dmabufOffset = offset;
   EXPECT_NE(fcntl(fd, F_GETFD), -1) << "the fd is open while it is registered";
@@ -123,7 +127,7 @@ std::shared_ptr<NetLink> deviceReceiver(const chorusNet_v1_t* net) {
   auto link = std::make_shared<NetLink>(false, net, "test link");
   link->kernelDriven = true;
   link->listenComm = reinterpret_cast<void*>(0x3000);
-  EXPECT_EQ(netAllocFifo(*link, request(false), NetBufferPlacement::HostStaged), ncclSuccess);
+  EXPECT_EQ(netAllocFifo(*link, request(false), NetSlotPlan{}), ncclSuccess);
   link->slotPtrType = CHORUS_NET_PTR_CUDA;
   link->flushAfterRecv = true;
   return link;
@@ -218,6 +222,30 @@ TEST(NetLinkGdr, ADmaBufFdWithoutRegMrDmaBufFailsTheLinkAndIsClosed) {
   EXPECT_EQ(fcntl(fd, F_GETFD), -1);
 }
 
+TEST(NetLinkGdr, AFailedRegMrDmaBufFallsBackToRegMrWhenTheBackendTakesCudaPointers) {
+  const chorusNet_v1_t net = fakeNet(true);
+  for (const bool fallback : {true, false}) {
+    SCOPED_TRACE(fallback ? "regMr allowed" : "dma-buf only");
+    auto link = deviceReceiver(&net);
+    g.dmabufFails = true;
+    link->regMrFallback = fallback;
+    link->dmabufFd = open("/dev/null", O_RDONLY);
+    const int fd = link->dmabufFd;
+    const ncclResult_t res = registerLinkSlots(*link);
+    EXPECT_EQ(g.dmabufCalls, 1);
+    EXPECT_EQ(fcntl(fd, F_GETFD), -1);  // closed either way
+    if (fallback) {
+      EXPECT_EQ(res, ncclSuccess);
+      EXPECT_EQ(g.regType, CHORUS_NET_PTR_CUDA);
+      EXPECT_EQ(g.regData, link->slots);
+      EXPECT_NE(link->mhandle, nullptr);
+    } else {
+      EXPECT_EQ(res, ncclSystemError);
+      EXPECT_EQ(g.regType, -1);  // regMr never called
+    }
+  }
+}
+
 // The placement from the backend's properties, the GPU's routes and the knobs.
 TEST(NetSlotPlacement, ACudaCapableDeviceWithinTheGdrLevelGetsDeviceSlots) {
   const chorusNet_v1_t net = fakeNet(false);
@@ -226,54 +254,53 @@ TEST(NetSlotPlacement, ACudaCapableDeviceWithinTheGdrLevelGetsDeviceSlots) {
   routes->known = true;
   routes->unlisted = topo::PathType::PHB;  // "fake-gdr0" is not in the topology
   req.nicRoutes = routes;
-  NetBufferPlacement p = NetBufferPlacement::DeviceDmaBuf;
-  bool flush = false;
+  NetSlotPlan p;
   {
     ScopedEnv env({{"NCCL_NET_GDR_LEVEL", "SYS"}, {"NCCL_NET_GDR_READ", "1"}});
-    ASSERT_EQ(netPlaceSlots(req, &net, 0, false, &p, &flush), ncclSuccess);
-    EXPECT_EQ(p, NetBufferPlacement::DeviceRegMr);
-    EXPECT_TRUE(flush);
-    ASSERT_EQ(netPlaceSlots(req, &net, 0, true, &p, &flush), ncclSuccess);
-    EXPECT_EQ(p, NetBufferPlacement::DeviceRegMr);
-    EXPECT_FALSE(flush);  // senders never flush
+    ASSERT_EQ(netPlaceSlots(req, &net, 0, false, &p), ncclSuccess);
+    EXPECT_EQ(p.placement, NetBufferPlacement::DeviceRegMr);
+    EXPECT_TRUE(p.flushAfterRecv);
+    EXPECT_FALSE(p.regMrFallback);
+    ASSERT_EQ(netPlaceSlots(req, &net, 0, true, &p), ncclSuccess);
+    EXPECT_EQ(p.placement, NetBufferPlacement::DeviceRegMr);
+    EXPECT_FALSE(p.flushAfterRecv);  // senders never flush
   }
   {
     ScopedEnv env({{"NCCL_NET_GDR_LEVEL", "SYS"}, {"NCCL_NET_GDR_READ", "0"}});
-    ASSERT_EQ(netPlaceSlots(req, &net, 0, true, &p, &flush), ncclSuccess);
-    EXPECT_EQ(p, NetBufferPlacement::HostStaged);
+    ASSERT_EQ(netPlaceSlots(req, &net, 0, true, &p), ncclSuccess);
+    EXPECT_EQ(p.placement, NetBufferPlacement::HostStaged);
   }
   // The default level (PXB) is nearer than the device's PHB: host staging.
-  ASSERT_EQ(netPlaceSlots(req, &net, 0, false, &p, &flush), ncclSuccess);
-  EXPECT_EQ(p, NetBufferPlacement::HostStaged);
-  EXPECT_FALSE(flush);
+  ASSERT_EQ(netPlaceSlots(req, &net, 0, false, &p), ncclSuccess);
+  EXPECT_EQ(p.placement, NetBufferPlacement::HostStaged);
+  EXPECT_FALSE(p.flushAfterRecv);
 }
 
 TEST(NetSlotPlacement, NoRoutesOrHostModeStage) {
   const chorusNet_v1_t net = fakeNet(false);
   ScopedEnv env({{"NCCL_NET_GDR_LEVEL", "SYS"}, {"NCCL_NET_GDR_READ", "1"}});
-  NetBufferPlacement p = NetBufferPlacement::DeviceRegMr;
-  bool flush = true;
-  ASSERT_EQ(netPlaceSlots(request(true), &net, 0, false, &p, &flush), ncclSuccess);  // no routes
-  EXPECT_EQ(p, NetBufferPlacement::HostStaged);
-  EXPECT_FALSE(flush);
-  p = NetBufferPlacement::DeviceRegMr;
-  ASSERT_EQ(netPlaceSlots(request(false), &net, 0, false, &p, &flush), ncclSuccess);
-  EXPECT_EQ(p, NetBufferPlacement::HostStaged);
+  NetSlotPlan p{NetBufferPlacement::DeviceRegMr, true, true};
+  ASSERT_EQ(netPlaceSlots(request(true), &net, 0, false, &p), ncclSuccess);  // no routes
+  EXPECT_EQ(p.placement, NetBufferPlacement::HostStaged);
+  EXPECT_FALSE(p.flushAfterRecv);
+  EXPECT_FALSE(p.regMrFallback);
+  p.placement = NetBufferPlacement::DeviceRegMr;
+  ASSERT_EQ(netPlaceSlots(request(false), &net, 0, false, &p), ncclSuccess);
+  EXPECT_EQ(p.placement, NetBufferPlacement::HostStaged);
 }
 
 TEST(NetSlotPlacement, ABadGdrLevelIsRefused) {
   const chorusNet_v1_t net = fakeNet(false);
   ScopedEnv env({{"NCCL_NET_GDR_LEVEL", "FAR"}, {"NCCL_NET_GDR_READ", "1"}});
-  NetBufferPlacement p;
-  bool flush;
-  EXPECT_EQ(netPlaceSlots(request(true), &net, 0, false, &p, &flush), ncclInvalidArgument);
+  NetSlotPlan p;
+  EXPECT_EQ(netPlaceSlots(request(true), &net, 0, false, &p), ncclInvalidArgument);
   EXPECT_NE(std::string(lastErrorMessage()).find("NCCL_NET_GDR_LEVEL=FAR"), std::string::npos);
 }
 
 TEST(NetSlotPlacement, HostPlacementKeepsTheSlotsAfterTheControlBlock) {
   auto link = std::make_shared<NetLink>(true, nullptr, "test link");
   link->kernelDriven = true;
-  ASSERT_EQ(netAllocFifo(*link, request(false), NetBufferPlacement::HostStaged), ncclSuccess);
+  ASSERT_EQ(netAllocFifo(*link, request(false), NetSlotPlan{}), ncclSuccess);
   EXPECT_EQ(link->slots, static_cast<char*>(link->fifo.get()) + fifoControlBytes());
   EXPECT_EQ(link->slotPtrType, CHORUS_NET_PTR_HOST);
   EXPECT_EQ(link->deviceSlots, nullptr);

@@ -12,7 +12,7 @@
 //   TESTNET_FAIL=<what>   init | zerodev | nullfn | props | isend: misbehave
 //   TESTNET_CUDA          (with TESTNET_V11) claims NCCL_PTR_CUDA: CUDA regions
 //                         travel through host bounce buffers, and iflush is
-//                         checked (see "CUDA regions" below); links cudart
+//                         checked (nccl_test_net_cuda.cc); links cudart
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -22,20 +22,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <climits>
-#include <deque>
-#include <memory>
-#include <mutex>
-#include <set>
 
-#if defined(TESTNET_CUDA)
-#include <cuda_runtime_api.h>
-
-#include <map>
-#endif
-
-#include "transports/net/nccl_net_abi.h"
+#include "tests/transports_plugin/nccl_test_net.h"
 
 #define TESTNET_EXPORT extern "C" __attribute__((visibility("default")))
 #define TESTNET_TABLE __attribute__((visibility("default")))
@@ -49,9 +38,6 @@
 #ifndef TESTNET_FAIL
 #define TESTNET_FAIL TESTNET_FAIL_NONE
 #endif
-#if defined(TESTNET_CUDA) && !defined(TESTNET_V11)
-#error "TESTNET_CUDA is a v11 table: define TESTNET_V11 too"
-#endif
 
 // Named like a function inside Chorus (chorus::lastErrorMessage). The plugin
 // must call its own copy, and Chorus its own: libnccl.so.2 exports neither.
@@ -59,85 +45,31 @@ namespace chorus {
 __attribute__((visibility("default"), noinline)) const char* lastErrorMessage() { return "nccl-test-net's own"; }
 }  // namespace chorus
 
-namespace {
-
-constexpr uint32_t kMagic = 0x7e57ae75;
-constexpr int kCtxToken = 4711;
+namespace testnet {
 
 ncclDebugLogger_t gLog = nullptr;
 std::atomic<long> gViolations{0};
+#if defined(TESTNET_CUDA)
+std::atomic<long> gFlushes{0};
+#endif
+
+namespace {
+constexpr uint32_t kMagic = 0x7e57ae75;
+constexpr int kCtxToken = 4711;
+
 std::atomic<long> gSends{0};
 std::atomic<long> gRecvs{0};
 int gCtx = kCtxToken;
-#if defined(TESTNET_CUDA)
-std::atomic<long> gFlushes{0};
-constexpr bool kCuda = true;
-#else
-constexpr bool kCuda = false;
-#endif
-
-// The CUDA variant tags every violation with a fixed text that a log can be
-// searched for ("nccl-test-net: VIOLATION: "); the others log as before.
-#if defined(TESTNET_CUDA)
-#define TESTNET_VIOLATION_TAG "VIOLATION: "
-#else
-#define TESTNET_VIOLATION_TAG ""
-#endif
-#define TESTNET_WARN(fmt, ...)                                                      \
-  do {                                                                              \
-    gViolations.fetch_add(1);                                                       \
-    if (gLog)                                                                       \
-      gLog(NCCL_LOG_WARN, NCCL_NET, __FILE__, __LINE__,                             \
-           "nccl-test-net: " TESTNET_VIOLATION_TAG fmt __VA_OPT__(, ) __VA_ARGS__); \
-  } while (0)
 
 struct Handle {
   uint32_t magic;
   uint16_t port;
 };
 
-struct Comm;
-struct Region {
-  Comm* comm;
-  char* data;
-  size_t size;
-  int type = NCCL_PTR_HOST;
-  int device = -1;  // CUDA regions: the device the memory belongs to
-};
-
-struct Request {
-  Comm* comm;
-  char* data;
-  size_t capacity;
-  uint64_t header = 0;  // message size, sent/received first
-  size_t headerDone = 0;
-  size_t bodyDone = 0;
-  bool complete = false;
-#if defined(TESTNET_CUDA)
-  std::unique_ptr<char[]> bounce = nullptr;  // host stand-in for a CUDA region's bytes
-  char* cudaDst = nullptr;                   // irecv into a CUDA region: where the bytes go on completion
-  int cudaDevice = -1;
-  bool flush = false;  // an iflush request: done on its second test
-  int flushEntries = 0;
-  int tests = 0;
-#endif
-};
-
-struct Comm {
-  int fd = -1;
-  bool sender = false;
-  std::deque<Request*> queue;
-  std::set<Region*> regions;
-#if defined(TESTNET_CUDA)
-  std::atomic<long> cudaRecvs{0};  // completed non-empty receives into CUDA regions
-  std::atomic<long> flushes{0};    // regions named by completed flushes
-#endif
-};
-
 std::mutex gRegionsMu;
 std::set<Region*> gAllRegions;  // every live registration, to validate mhandles
+}  // namespace
 
-// The live region of `comm` behind mhandle that holds [data, data + size), or null.
 Region* regionOf(Comm* comm, void* mhandle, const void* data, size_t size) {
   std::lock_guard<std::mutex> lock(gRegionsMu);
   auto* r = static_cast<Region*>(mhandle);
@@ -188,59 +120,6 @@ void setNonBlocking(int fd) {
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
-
-#if defined(TESTNET_CUDA)
-// ---- CUDA regions ----
-// Device bytes cross the socket through a host bounce buffer: isend copies
-// them out first, a receive copies them in before test reports it done. The
-// copies use a non-blocking stream of the plugin's own per device, never the
-// legacy default stream, which would wait for other streams' spinning kernels.
-std::mutex gStreamsMu;
-std::map<int, cudaStream_t> gStreams;
-
-void cudaWarn(const char* what, cudaError_t e) {
-  if (gLog)
-    gLog(NCCL_LOG_WARN, NCCL_NET, __FILE__, __LINE__, "nccl-test-net: %s failed: %s", what, cudaGetErrorString(e));
-}
-
-// The device that owns `p`, or -1 when it is not device memory.
-int cudaDeviceOf(const void* p) {
-  cudaPointerAttributes a{};
-  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
-    cudaGetLastError();
-    return -1;
-  }
-  return a.type == cudaMemoryTypeDevice ? a.device : -1;
-}
-
-// A synchronous copy between host memory and memory of device `dev`; the
-// calling thread's current device is left as it was.
-bool cudaCopy(int dev, void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
-  int prev = -1;
-  cudaError_t e = cudaGetDevice(&prev);
-  if (e == cudaSuccess && prev != dev) e = cudaSetDevice(dev);
-  if (e != cudaSuccess) {
-    cudaWarn("cudaSetDevice", e);
-    return false;
-  }
-  cudaStream_t stream = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(gStreamsMu);
-    auto it = gStreams.find(dev);
-    if (it != gStreams.end()) {
-      stream = it->second;
-    } else {
-      e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
-      if (e == cudaSuccess) gStreams[dev] = stream;
-    }
-  }
-  if (e == cudaSuccess) e = cudaMemcpyAsync(dst, src, bytes, kind, stream);
-  if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
-  if (e != cudaSuccess) cudaWarn("a bounce-buffer copy", e);
-  if (prev != dev) cudaSetDevice(prev);
-  return e == cudaSuccess;
-}
-#endif
 
 // ---- the operations, in their widest form; each table adapts to these ----
 
@@ -416,43 +295,6 @@ ncclResult_t iflush(void*, int, void**, int*, void**, void** request) {
   return ncclSuccess;
 }
 
-#if defined(TESTNET_CUDA)
-// Every region named must be a CUDA region of this receive comm. The request
-// is done on its second test, so a caller that does not wait is caught by the
-// flush count checked at closeRecv.
-ncclResult_t cudaIflush(void* comm, int n, void** data, int* sizes, void** mhandles, void** request) {
-  auto* c = static_cast<Comm*>(comm);
-  *request = nullptr;
-  if (c->sender || n != 1) {  // maxRecvs is 1
-    TESTNET_WARN("iflush of %d region(s) on a %s comm", n, c->sender ? "send" : "receive");
-    return ncclInvalidArgument;
-  }
-  for (int i = 0; i < n; ++i) {
-    const size_t size = sizes[i] > 0 ? static_cast<size_t>(sizes[i]) : 0;
-    Region* region = regionOf(c, mhandles[i], data[i], size);
-    if (region == nullptr || region->type != NCCL_PTR_CUDA) {
-      TESTNET_WARN("iflush of %zu bytes at %p, which is not in a CUDA region registered on the comm", size, data[i]);
-      return ncclInvalidArgument;
-    }
-  }
-  auto* r = new Request{c, nullptr, 0};
-  r->flush = true;
-  r->flushEntries = n;
-  *request = r;
-  return ncclSuccess;
-}
-
-ncclResult_t testFlush(Request* r, int* done, int* sizes) {
-  if (++r->tests < 2) return ncclSuccess;
-  r->comm->flushes.fetch_add(r->flushEntries);
-  gFlushes.fetch_add(r->flushEntries);
-  *done = 1;
-  if (sizes != nullptr) *sizes = 0;
-  delete r;
-  return ncclSuccess;
-}
-#endif
-
 ncclResult_t test(void* request, int* done, int* sizes) {
   auto* r = static_cast<Request*>(request);
   *done = 0;
@@ -486,25 +328,6 @@ ncclResult_t closeComm(void* comm) {
   delete c;
   return ncclSuccess;
 }
-
-#if defined(TESTNET_CUDA)
-// Every completed non-empty receive into CUDA memory needs a completed flush
-// before the data may be read; a comm that closes with fewer flushes broke that.
-ncclResult_t cudaCloseRecv(void* comm) {
-  auto* c = static_cast<Comm*>(comm);
-  if (c != nullptr) {
-    const long recvs = c->cudaRecvs.load(), flushes = c->flushes.load();
-    if (gLog)
-      gLog(NCCL_LOG_INFO, NCCL_NET, __FILE__, __LINE__,
-           "nccl-test-net: receive comm closed: %ld receive(s) into CUDA memory, %ld flush(es) completed", recvs,
-           flushes);
-    if (flushes < recvs)
-      TESTNET_WARN("%ld receive(s) into CUDA memory completed but only %ld flush(es): data read unflushed", recvs,
-                   flushes);
-  }
-  return closeComm(comm);
-}
-#endif
 
 bool checkCtx(void* ctx) {
   if (ctx == &gCtx) return true;
@@ -597,7 +420,7 @@ ncclNet_v11_t fullV11(const char* name) {
 ncclResult_t v11Init(void** ctx, uint64_t, ncclNetCommConfig_t*, ncclDebugLogger_t log, ncclProfilerCallback_t);
 #endif
 
-}  // namespace
+}  // namespace testnet
 
 #if defined(TESTNET_REWRITE)
 extern "C" {
@@ -606,7 +429,7 @@ extern TESTNET_TABLE ncclNet_v11_t ncclNetPlugin_v11;
 #endif
 
 #if defined(TESTNET_V11) || defined(TESTNET_REWRITE)
-namespace {
+namespace testnet {
 ncclResult_t v11Init(void** ctx, uint64_t, ncclNetCommConfig_t* config, ncclDebugLogger_t log, ncclProfilerCallback_t) {
   if (config == nullptr || config->trafficClass != NCCL_NET_TRAFFIC_CLASS_UNDEF) return ncclInvalidArgument;
 #if defined(TESTNET_REWRITE)
@@ -616,8 +439,10 @@ ncclResult_t v11Init(void** ctx, uint64_t, ncclNetCommConfig_t* config, ncclDebu
   *ctx = &gCtx;
   return doInit(log, 11);
 }
-}  // namespace
+}  // namespace testnet
 #endif
+
+using namespace testnet;  // the tables below name the plugin's functions
 
 extern "C" {
 #if defined(TESTNET_V6)

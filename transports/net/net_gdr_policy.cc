@@ -59,6 +59,7 @@ ncclResult_t netGdrDecide(const NetGdrInputs& in, NetGdrDecision* out) {
     d.recv = devicePlacement(in, &d.why);
     if (d.recv != NetBufferPlacement::HostStaged) {
       d.flushAfterRecv = true;
+      d.regMrFallback = d.recv == NetBufferPlacement::DeviceDmaBuf && (in.ptrSupport & CHORUS_NET_PTR_CUDA);
       d.send = in.gdrRead != 0 ? d.recv : NetBufferPlacement::HostStaged;
       if (in.gdrRead == 0) d.why += "; sends staged in host memory (NCCL_NET_GDR_READ=0)";
     }

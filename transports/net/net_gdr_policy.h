@@ -33,6 +33,7 @@ struct NetGdrDecision {
   NetBufferPlacement recv = NetBufferPlacement::HostStaged;
   NetBufferPlacement send = NetBufferPlacement::HostStaged;
   bool flushAfterRecv = false;  // iflush must complete before a kernel reads received slots
+  bool regMrFallback = false;   // dma-buf chosen, and regMr with CUDA memory may stand in for it
   std::string why;              // for the INFO line
 };
 

@@ -214,21 +214,31 @@ void hurryDrain(NetLink& link, std::chrono::steady_clock::time_point deadline) {
   link.draining = true;
 }
 
+namespace {
+// Registers the slots through the link's dma-buf fd, which is closed after.
+ncclResult_t registerDmaBuf(NetLink& link, size_t bytes) {
+  const ncclResult_t res =
+      link.net->regMrDmaBuf == nullptr
+          ? fail(ncclInternalError, "%s: %s has no regMrDmaBuf", link.label.c_str(), link.net->name)
+          : link.net->regMrDmaBuf(link.comm, link.message(0), bytes, link.slotPtrType, link.dmabufOffset, link.dmabufFd,
+                                  &link.mhandle);
+  close(link.dmabufFd);
+  link.dmabufFd = -1;
+  return res;
+}
+}  // namespace
+
 ncclResult_t registerLinkSlots(NetLink& link) {
   const size_t bytes = static_cast<size_t>(link.stride()) * link.nslots;
   clearLastError();
-  ncclResult_t res = ncclSuccess;
   if (link.dmabufFd >= 0) {
-    res = link.net->regMrDmaBuf == nullptr
-              ? fail(ncclInternalError, "%s: %s has no regMrDmaBuf", link.label.c_str(), link.net->name)
-              : link.net->regMrDmaBuf(link.comm, link.message(0), bytes, link.slotPtrType, link.dmabufOffset,
-                                      link.dmabufFd, &link.mhandle);
-    close(link.dmabufFd);
-    link.dmabufFd = -1;
-  } else {
-    res = link.net->regMr(link.comm, link.message(0), bytes, link.slotPtrType, &link.mhandle);
+    const ncclResult_t res = registerDmaBuf(link, bytes);
+    if (res == ncclSuccess || !link.regMrFallback) return res;
+    CHORUS_WARN(kLogNet, "net: %s: regMrDmaBuf failed (%s): registering the device slots with regMr instead",
+                link.label.c_str(), lastErrorMessage()[0] != '\0' ? lastErrorMessage() : ncclGetErrorString(res));
+    clearLastError();
   }
-  return res;
+  return link.net->regMr(link.comm, link.message(0), bytes, link.slotPtrType, &link.mhandle);
 }
 
 void closeLink(NetLink& link) {

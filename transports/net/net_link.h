@@ -51,6 +51,9 @@ struct NetLink {
   int slotPtrType = CHORUS_NET_PTR_HOST;
   int dmabufFd = -1;
   uint64_t dmabufOffset = 0;
+  // The backend also takes CUDA pointers by regMr: when exporting or
+  // registering the dma-buf fails, the slots are registered that way instead.
+  bool regMrFallback = false;
   // Receiver: a received slot is published only after iflush completed, so
   // a kernel never reads device memory the NIC may still be writing.
   bool flushAfterRecv = false;

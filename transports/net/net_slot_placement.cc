@@ -54,33 +54,40 @@ ncclResult_t allocDeviceSlots(NetLink& link, const ConnRequest& req, NetBufferPl
   // regMrDmaBuf too is told the memory's type, CUDA (as NCCL calls plugins).
   link.slotPtrType = CHORUS_NET_PTR_CUDA;
   if (!dmabuf) return ncclSuccess;
-  return gpu::dmabufExport(link.slots, (bytes + page - 1) / page * page, &link.dmabufFd, &link.dmabufOffset);
+  const ncclResult_t res =
+      gpu::dmabufExport(link.slots, (bytes + page - 1) / page * page, &link.dmabufFd, &link.dmabufOffset);
+  if (res == ncclSuccess || !link.regMrFallback) return res;
+  CHORUS_WARN(kLogNet, "net: %s: no dma-buf for the device slots (%s): registering them with regMr instead",
+              req.label.c_str(), lastErrorMessage());
+  clearLastError();
+  return ncclSuccess;
 }
 
 }  // namespace
 
-ncclResult_t netPlaceSlots(const ConnRequest& req, const chorusNet_v1_t* net, int dev, bool sender,
-                           NetBufferPlacement* placement, bool* flushAfterRecv) {
-  *placement = NetBufferPlacement::HostStaged;
-  *flushAfterRecv = false;
+ncclResult_t netPlaceSlots(const ConnRequest& req, const chorusNet_v1_t* net, int dev, bool sender, NetSlotPlan* plan) {
+  *plan = NetSlotPlan{};
   if (!req.deviceMemory) return ncclSuccess;
   NetGdrDecision d;
   CHORUS_CHECK(netGdrDecide(gdrInputs(req, net, dev), &d));
-  *placement = sender ? d.send : d.recv;
-  *flushAfterRecv = !sender && d.flushAfterRecv;
+  plan->placement = sender ? d.send : d.recv;
+  plan->flushAfterRecv = !sender && d.flushAfterRecv;
+  plan->regMrFallback = plan->placement == NetBufferPlacement::DeviceDmaBuf && d.regMrFallback;
   CHORUS_INFO(kLogNet, "net: %s: %s slots in %s memory (%s)", req.label.c_str(), sender ? "send" : "receive",
-              netBufferPlacementName(*placement), d.why.c_str());
+              netBufferPlacementName(plan->placement), d.why.c_str());
   return ncclSuccess;
 }
 
 // Framed links (host mode) keep a message header in front of every slot.
-ncclResult_t netAllocFifo(NetLink& link, const ConnRequest& req, NetBufferPlacement placement) {
+ncclResult_t netAllocFifo(NetLink& link, const ConnRequest& req, const NetSlotPlan& plan) {
   link.slotBytes = req.slotBytes;
   link.nslots = req.nslots;
+  link.flushAfterRecv = plan.flushAfterRecv;
+  link.regMrFallback = plan.regMrFallback;
   const size_t slotArea = static_cast<size_t>(link.stride()) * req.nslots;
-  const bool onDevice = placement != NetBufferPlacement::HostStaged;
+  const bool onDevice = plan.placement != NetBufferPlacement::HostStaged;
   CHORUS_CHECK(allocHostFifo(link, req, onDevice ? 0 : slotArea));
-  if (onDevice) return allocDeviceSlots(link, req, placement, slotArea);
+  if (onDevice) return allocDeviceSlots(link, req, plan.placement, slotArea);
   link.slots = static_cast<char*>(link.fifo.get()) + fifoControlBytes() + (link.stride() - link.slotBytes);
   return ncclSuccess;
 }

@@ -13,15 +13,23 @@
 
 namespace chorus {
 
-// The placement of this side's slots (`sender`: its send slots; else its
-// receive slots), and whether received slots need an iflush.
-ncclResult_t netPlaceSlots(const ConnRequest& req, const chorusNet_v1_t* net, int dev, bool sender,
-                           NetBufferPlacement* placement, bool* flushAfterRecv);
+// Where one side's slots go, and how they are registered and read.
+struct NetSlotPlan {
+  NetBufferPlacement placement = NetBufferPlacement::HostStaged;
+  bool flushAfterRecv = false;  // receive side: received slots need an iflush
+  bool regMrFallback = false;   // dma-buf placement: regMr (CUDA) stands in when the dma-buf fails
+};
+
+// The plan for this side's slots (`sender`: its send slots; else its
+// receive slots).
+ncclResult_t netPlaceSlots(const ConnRequest& req, const chorusNet_v1_t* net, int dev, bool sender, NetSlotPlan* plan);
 
 // Allocates the link's FIFO: host memory for all of it, or host memory for
 // the control block and device memory (req.selfDevice) for the slots, with
-// the registration type (and dma-buf) set on the link.
-ncclResult_t netAllocFifo(NetLink& link, const ConnRequest& req, NetBufferPlacement placement);
+// the registration type (and dma-buf) and the plan's flags set on the link.
+// A dma-buf that cannot be exported fails the link, unless the plan allows
+// regMr instead (a WARN says so).
+ncclResult_t netAllocFifo(NetLink& link, const ConnRequest& req, const NetSlotPlan& plan);
 
 // GPU mode: points the executor's end at addresses kernels use (the mapped
 // control block; the slots where they live: `deviceSlots`, or mapped with

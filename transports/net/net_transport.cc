@@ -70,9 +70,9 @@ ncclResult_t NetTransport::createRecv(const ConnRequest& req, const PeerInfo& pe
   link->ackDelayUs = params::netAckDelayUs();
   link->kernelDriven = req.deviceMemory;
   link->dev = dev;
-  NetBufferPlacement placement = NetBufferPlacement::HostStaged;
-  CHORUS_CHECK(netPlaceSlots(req, net, dev, false, &placement, &link->flushAfterRecv));
-  CHORUS_CHECK(netAllocFifo(*link, req, placement));
+  NetSlotPlan plan;
+  CHORUS_CHECK(netPlaceSlots(req, net, dev, false, &plan));
+  CHORUS_CHECK(netAllocFifo(*link, req, plan));
   char* deviceSlots = link->deviceSlots != nullptr ? link->slots : nullptr;
   uint8_t netHandle[CHORUS_NET_HANDLE_BYTES] = {};
   clearLastError();
@@ -124,10 +124,9 @@ ncclResult_t NetTransport::connectSend(const ConnRequest& req, const PeerInfo& p
                   link->label.c_str(), req.peerRank, (long long)req.waitLimitMs);
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  NetBufferPlacement placement = NetBufferPlacement::HostStaged;
-  bool noFlush = false;
-  ncclResult_t res = netPlaceSlots(req, net, dev, true, &placement, &noFlush);
-  if (res == ncclSuccess) res = netAllocFifo(*link, req, placement);
+  NetSlotPlan plan;
+  ncclResult_t res = netPlaceSlots(req, net, dev, true, &plan);
+  if (res == ncclSuccess) res = netAllocFifo(*link, req, plan);
   if (res == ncclSuccess) res = registerLinkSlots(*link);
   if (res != ncclSuccess) {
     std::string why = lastErrorMessage();
