@@ -57,7 +57,7 @@ ncclResult_t fromEnvironment(Task* t) {
   if (cfg.wireFeedback) {
     const size_t n = t->type == CollType::ReduceScatter ? t->count * static_cast<size_t>(t->comm->id.nranks) : t->count;
     CHORUS_CHECK(t->comm->wireResiduals->residualFor(
-        t->sendbuff, n, t->comm->id.hostMode ? nullptr : &gpu::mapHostMemory, &t->wire.residual));
+        t->sendbuff, n, t->comm->id.hostMode ? nullptr : &gpu::mapHostMemory, t->comm->id.cudaDev, &t->wire.residual));
   }
   return ncclSuccess;
 }

@@ -10,7 +10,7 @@
 
 namespace chorus {
 
-bool commPeerGone(const ncclComm* comm, std::string* why) {
+bool commPeerProcessGone(const ncclComm* comm, std::string* why) {
   if (!comm->conns) return false;
   const PeerInfo& self = comm->conns->peer(comm->id.rank);
   for (const PeerInfo& p : comm->conns->peers()) {
@@ -20,7 +20,12 @@ bool commPeerGone(const ncclComm* comm, std::string* why) {
       return true;
     }
   }
-  return comm->conns->brokenLink(why);
+  return false;
+}
+
+bool commPeerGone(const ncclComm* comm, std::string* why) {
+  if (!comm->conns) return false;
+  return commPeerProcessGone(comm, why) || comm->conns->brokenLink(why);
 }
 
 namespace {

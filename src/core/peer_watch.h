@@ -13,7 +13,13 @@ struct ncclComm;
 
 namespace chorus {
 
-// Whether a peer is gone; *why names it. Logs nothing.
+// Whether a peer process on this host exited; *why names it. Reads only the
+// peer list, fixed at init. Logs nothing.
+bool commPeerProcessGone(const ncclComm* comm, std::string* why);
+
+// Whether a peer is gone: its process on this host exited, or a connection's
+// network link to it broke (this reads the connection table: the caller holds
+// the communicator's opMutex). *why names it. Logs nothing.
 bool commPeerGone(const ncclComm* comm, std::string* why);
 
 // `bound` plus a stop condition that runs commPeerGone about every 250 ms and

@@ -23,21 +23,23 @@ namespace chorus {
 
 class WireResiduals {
  public:
-  // Makes a new array reachable by the executor and returns the address it
-  // uses (GPU mode: pinned and mapped for the kernels, gpu::mapHostMemory;
-  // the mapping lasts as long as *keep). Host mode needs none.
-  using Map = ncclResult_t (*)(void* base, size_t bytes, std::shared_ptr<void>* keep, void** address);
+  // Makes a new array (`bytes` at `base`, kept alive by `owner`) reachable
+  // by the executor on `device` and returns the address it uses (GPU mode:
+  // pinned and mapped for the kernels, gpu::mapHostMemory; *keep holds the
+  // mapping and the array). Host mode needs none.
+  using Map = ncclResult_t (*)(int device, void* base, size_t bytes, std::shared_ptr<void> owner,
+                               std::shared_ptr<void>* keep, void** address);
 
   // The residual array of (buffer, count), created zeroed on first use, in
-  // *out (the executor's address of it).
-  ncclResult_t residualFor(const void* buffer, size_t count, Map map, float** out) {
+  // *out (the executor's address of it; `map` and `device`: see Map).
+  ncclResult_t residualFor(const void* buffer, size_t count, Map map, int device, float** out) {
     std::lock_guard<std::mutex> lock(mutex_);
     Entry& e = residuals_[{buffer, count}];
     if (e.values == nullptr) {
       // Whole pages of their own: a mapping registers pages, and two arrays
       // sharing one could not both be registered.
       const size_t bytes = (count * sizeof(float) + kPage - 1) / kPage * kPage;
-      e.values.reset(static_cast<float*>(std::aligned_alloc(kPage, bytes > 0 ? bytes : kPage)));
+      e.values.reset(static_cast<float*>(std::aligned_alloc(kPage, bytes > 0 ? bytes : kPage)), FreeValues{});
       if (e.values == nullptr) {
         residuals_.erase({buffer, count});
         return fail(ncclSystemError, "error feedback: no memory for %zu residuals", count);
@@ -47,7 +49,7 @@ class WireResiduals {
       e.address = e.values.get();
       if (map != nullptr) {
         void* address = nullptr;
-        const ncclResult_t mapped = map(e.values.get(), bytes, &e.keep, &address);
+        const ncclResult_t mapped = map(device, e.values.get(), bytes, e.values, &e.keep, &address);
         if (mapped != ncclSuccess) {
           residuals_.erase({buffer, count});
           return mapped;
@@ -72,9 +74,9 @@ class WireResiduals {
     void operator()(float* p) const { std::free(p); }
   };
   struct Entry {
-    std::unique_ptr<float, FreeValues> values;
+    std::shared_ptr<float> values;  // also held by keep, which frees them after the unmapping
     size_t count = 0;
-    std::shared_ptr<void> keep;  // declared after values: unmapped before they are freed
+    std::shared_ptr<void> keep;
     float* address = nullptr;
   };
   mutable std::mutex mutex_;

@@ -46,7 +46,8 @@ int deviceWithBusId(const char* busId);
 // The device `ptr` belongs to; false for host (or unknown) memory.
 bool devicePointer(const void* ptr, int* device);
 
-// Device memory for ncclMemAlloc/ncclMemFree (on the current device).
+// Device memory for ncclMemAlloc/ncclMemFree (on the current device). The
+// free waits, like other releases, until no kernel runs on the device.
 ncclResult_t memAlloc(void** ptr, size_t bytes);
 ncclResult_t memFree(void* ptr);
 
@@ -60,10 +61,15 @@ ncclResult_t allocDeviceBuffer(int device, size_t bytes, std::shared_ptr<void>* 
 bool dmabufSupported(int device);
 ncclResult_t dmabufExport(void* ptr, size_t bytes, int* fd, uint64_t* offset);
 
-// Makes host memory (a shared-memory FIFO, a network FIFO) reachable by
-// kernels: pins and maps it, and returns the address kernels use. The
-// mapping lasts as long as *keep.
-ncclResult_t mapHostMemory(void* base, size_t bytes, std::shared_ptr<void>* keep, void** deviceAddress);
+// Makes host memory (a shared-memory FIFO, a network FIFO, residuals)
+// reachable by kernels of `device`: pins and maps the `bytes` at `base`, which
+// lie in what `owner` keeps alive, and returns the address kernels use.
+// *keep holds the mapping and `owner`. When its last copy goes, the unmapping
+// and then the release of `owner` wait until no kernel runs on the device
+// (releaseWhenIdle): an unmapping waits for the whole device, and the memory
+// must not be reused while it is still registered.
+ncclResult_t mapHostMemory(int device, void* base, size_t bytes, std::shared_ptr<void> owner,
+                           std::shared_ptr<void>* keep, void** deviceAddress);
 
 // Runs `release` (a free of memory kernels on `device` may use) now, or once
 // no communicator of this process has kernels running on the device: a free

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "core/comm.h"
 #include "core/result.h"
 #include "plan/wire_geometry.h"
 
@@ -250,9 +251,10 @@ bool fits(const LaunchArrays& l) {
 }
 
 // Builds the launch of the tasks of units u..w from `base` cursors; every
-// lane takes its steps of those tasks, in order.
+// lane (every lane in `only`, when given) takes its steps of those tasks, in
+// order.
 ncclResult_t tryLaunch(const Plan& plan, const PositionFor& positionFor, const std::vector<TaskUnit>& units, size_t u,
-                       size_t w, const Attempt& base, Attempt* out) {
+                       size_t w, const Attempt& base, Attempt* out, const std::vector<bool>* only = nullptr) {
   *out = base;
   out->launch = LaunchArrays{};
   std::set<size_t> allowed;
@@ -273,8 +275,9 @@ ncclResult_t tryLaunch(const Plan& plan, const PositionFor& positionFor, const s
   }
   LaunchBuilder builder(plan, positionFor, &out->laneOfConnector);
   for (size_t l = 0; l < plan.lanes.size(); ++l)
-    CHORUS_CHECK(
-        builder.addLane(plan.lanes[l], static_cast<int>(l), &out->cursor[l], allowed, units[u].p2p, &out->launch));
+    if (only == nullptr || (*only)[l])
+      CHORUS_CHECK(
+          builder.addLane(plan.lanes[l], static_cast<int>(l), &out->cursor[l], allowed, units[u].p2p, &out->launch));
   h.nLanes = static_cast<int>(out->launch.lanes.size());
   h.nSegments = static_cast<int>(out->launch.segments.size());
   h.nFifos = static_cast<int>(out->launch.fifos.size());
@@ -287,6 +290,58 @@ bool sameLaunchSpec(const Plan& plan, const TaskUnit& a, const TaskUnit& b) {
   if (a.wire || b.wire) return false;  // one task per wire launch: its format and residual are the launch's
   if (a.p2p || b.p2p) return a.p2p && b.p2p;
   return sameSpec(launchSpecOf(plan.tasks[a.tasks[0]], false), launchSpecOf(plan.tasks[b.tasks[0]], false));
+}
+
+// The round of a point-to-point lane: with n ranks, rank r sends to peer p
+// in round (p - r) mod n and receives from p in round (r - p) mod n, so the
+// receive that pairs with a send is in the same round on the peer. Copies to
+// itself are round 0.
+int p2pRound(const Plan& plan, const sched::Segment& seg) {
+  const int n = plan.comm->id.nranks, r = plan.comm->id.rank;
+  if (seg.conn[2] != sched::kNoConn) return (plan.conns[static_cast<size_t>(seg.conn[2])].end().peer - r + n) % n;
+  if (seg.conn[0] != sched::kNoConn) return (r - plan.conns[static_cast<size_t>(seg.conn[0])].end().peer + n) % n;
+  return 0;
+}
+
+// A group of point-to-point operations too large for one launch (an
+// all-to-all of many ranks) runs as several, each holding whole rounds, in
+// increasing round order. Ranks may cut at different rounds and still never
+// wait for each other forever: the lowest round not yet done is in the
+// running launch of every rank with a part in it, and a launch's lanes
+// progress independently.
+ncclResult_t translateP2PInRounds(const Plan& plan, const PositionFor& positionFor, const std::vector<TaskUnit>& units,
+                                  size_t u, Attempt* done, std::vector<LaunchArrays>* out) {
+  const std::set<size_t> unit(units[u].tasks.begin(), units[u].tasks.end());
+  std::map<int, std::vector<size_t>> lanesOfRound;
+  for (size_t l = 0; l < plan.lanes.size(); ++l) {
+    const size_t at = done->cursor[l];
+    const std::vector<sched::Segment>& segs = plan.lanes[l].segments;
+    if (at < segs.size() && unit.count(segs[at].task) != 0) lanesOfRound[p2pRound(plan, segs[at])].push_back(l);
+  }
+  for (auto next = lanesOfRound.begin(); next != lanesOfRound.end();) {
+    std::vector<bool> only(plan.lanes.size(), false);
+    Attempt best;
+    bool any = false;
+    for (; next != lanesOfRound.end(); ++next) {
+      for (size_t l : next->second) only[l] = true;
+      Attempt bigger;
+      CHORUS_CHECK(tryLaunch(plan, positionFor, units, u, u, *done, &bigger, &only));
+      if (!fits(bigger.launch)) break;
+      best = std::move(bigger);
+      any = true;
+    }
+    if (!any)
+      return fail(ncclInvalidUsage,
+                  "GPU plan: round %d of a group of point-to-point operations (the sends to rank %d and receives "
+                  "from rank %d) needs %zu segments in one kernel launch, which holds %d",
+                  next->first, (plan.comm->id.rank + next->first) % plan.comm->id.nranks,
+                  (plan.comm->id.rank - next->first + plan.comm->id.nranks) % plan.comm->id.nranks,
+                  plan.lanes[next->second.front()].segments.size(), dev::kLaunchMaxSegments);
+    done->cursor = best.cursor;
+    done->laneOfConnector = best.laneOfConnector;
+    out->push_back(std::move(best.launch));
+  }
+  return ncclSuccess;
 }
 
 }  // namespace
@@ -307,6 +362,11 @@ ncclResult_t translatePlan(const Plan& plan, const PositionFor& positionFor, std
     Attempt best;
     size_t last = u;
     CHORUS_CHECK(tryLaunch(plan, positionFor, units, u, u, done, &best));
+    if (!fits(best.launch) && units[u].p2p && plan.comm != nullptr) {
+      CHORUS_CHECK(translateP2PInRounds(plan, positionFor, units, u, &done, out));
+      ++u;
+      continue;
+    }
     if (!fits(best.launch))
       return fail(ncclInvalidUsage,
                   "GPU plan: %s of %zu task(s) needs %zu lanes, %zu connector ends, %zu segments and %zu ring-table "

@@ -13,31 +13,32 @@
 // launch while it fits the kernel's parameter block (kernels/lane_plan.h); a
 // change of spec, or a full launch, starts the next one, always at a task
 // boundary: a task's lanes wait for each other, so a task is never split.
-// Consecutive point-to-point tasks form one unit that is never split either
-// (a send and a receive of one group may depend on each other in any order);
-// they move bytes, so the unit runs as one byte-copy launch whatever its
-// datatypes. A direct reduction (compressed wires, deterministic mode,
-// docs/wire.md) gets a launch of its own, marked LaneLaunch::wire with the
-// task's format and residual, which the wire kernel runs; its segments' rank
-// tables name connectors, which become fifo indices like Segment::conn.
-// Connector ends keep their position counters in device memory
-// (they must survive from launch to launch and through CUDA graph replays);
-// the caller says where.
+// Consecutive point-to-point tasks form one unit, never split by task (a send
+// and a receive of one group may depend on each other in any order); they
+// move bytes, so the unit runs as one byte-copy launch whatever its
+// datatypes. A unit too large for one launch (an all-to-all of many ranks)
+// is cut by peer instead, into launches of whole rounds in increasing order:
+// round d holds the sends to rank + d and the receives from rank - d, so a
+// send and the receive it pairs with are in the same round on both ranks. A direct reduction (compressed wires,
+// deterministic mode, docs/wire.md) gets a launch of its own, marked LaneLaunch::wire with the task's format and
+// residual, which the wire kernel runs; its segments' rank tables name connectors, which become fifo indices like
+// Segment::conn. Connector ends keep their position counters in device memory (they must survive from launch to launch
+// and through CUDA graph replays); the caller says where.
 #pragma once
 
 #include <functional>
 #include <vector>
 
-#include "plan/plan.h"
 #include "kernels/lane_plan.h"
 #include "nccl.h"
+#include "plan/plan.h"
 
 namespace chorus::gpu {
 
 // The arrays of one launch, in host memory; the executor uploads them (or
 // passes them as kernel parameters) and fills the header's pointers.
 struct LaunchArrays {
-  dev::LaneLaunch header;  // type, kind, scalar, divisor, counts; array pointers left null
+  dev::LaneLaunch header;     // type, kind, scalar, divisor, counts; array pointers left null
   bool scalarOnHost = false;  // PreMulSum: header.scalar is host memory; the launch copies the value
   std::vector<dev::DevLane> lanes;
   std::vector<sched::Segment> segments;  // conn: indices of `fifos`; ringTable: of `rankTable`
@@ -61,7 +62,7 @@ inline constexpr size_t kMaxLanesPerLaunch = 64;
 // (Plan::unprovenSends; every send end of a plan that was never stamped)
 // is drained by its lane at the end of the launch (DevFifo::drainBy).
 // Errors with a message: ncclInvalidUsage when one task
-// (or point-to-point group) needs more than one launch holds; ncclInternalError
+// (or one round of a point-to-point group) needs more than one launch holds; ncclInternalError
 // when the plan breaks an invariant the kernel relies on (a connector used by
 // two lanes, a piece larger than a slot, steps out of task order).
 ncclResult_t translatePlan(const Plan& plan, const PositionFor& positionFor, std::vector<LaunchArrays>* out);

@@ -119,12 +119,11 @@ sched::Segment PlanBuilder::local(const Task& t, const void* src, void* dst, siz
 
 int32_t PlanBuilder::addRingTable(const RingOrder& ring) {
   if (ring.order == nullptr) return -1;
-  auto it = ringTables_.find(ring.order);
-  if (it != ringTables_.end()) return it->second;
-  const auto at = static_cast<int32_t>(plan_->rankTable.size());
-  for (int p = 0; p < nranks(); ++p) plan_->rankTable.push_back(ring.at(p));
-  ringTables_[ring.order] = at;
-  return at;
+  std::vector<int32_t> order(static_cast<size_t>(nranks()));
+  for (int p = 0; p < nranks(); ++p) order[static_cast<size_t>(p)] = ring.at(p);
+  auto [it, added] = ringTables_.try_emplace(std::move(order), static_cast<int32_t>(plan_->rankTable.size()));
+  if (added) plan_->rankTable.insert(plan_->rankTable.end(), it->first.begin(), it->first.end());
+  return it->second;
 }
 
 int32_t PlanBuilder::addTableEntries(const int32_t* entries, int n) {

@@ -7,6 +7,7 @@
 #include <map>
 #include <tuple>
 #include <unordered_map>
+#include <vector>
 
 #include "core/comm_config.h"
 #include "enqueue/task_tune.h"
@@ -89,7 +90,10 @@ class PlanBuilder {
   std::map<std::tuple<int, int, int, int, int>, size_t> laneIndex_;
   std::vector<const Task*> selfSends_, selfRecvs_;
   std::unordered_map<const void*, int16_t> connIds_;
-  std::map<const int*, int32_t> ringTables_;  // ring order -> its entry in the plan's rank table
+  // Ring order (its ranks by position) -> its entry in the plan's rank table:
+  // channels whose rings have the same order share one, which keeps a GPU
+  // launch's table (kLaunchMaxRankTable entries) from growing with channels.
+  std::map<std::vector<int32_t>, int32_t> ringTables_;
 };
 
 // Per-algorithm expanders.

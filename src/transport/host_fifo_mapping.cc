@@ -6,32 +6,21 @@
 #include "gpu/gpu_runtime.h"
 
 namespace chorus {
-namespace {
-
-// Members are destroyed in reverse order: the mapping goes before the memory.
-struct MappedHostMemory {
-  std::shared_ptr<void> owner;
-  std::shared_ptr<void> mapping;
-};
-
-}  // namespace
 
 ncclResult_t mapFifoForKernels(const ConnRequest& req, const char* transport, void* hostBase, size_t bytes,
                                std::shared_ptr<void>* memory, char** deviceBase) {
   *deviceBase = nullptr;
   if (!req.deviceMemory) return ncclSuccess;
-  std::shared_ptr<void> owner = *memory;
+  void* const alias = memory->get();
   std::shared_ptr<void> mapping;
   void* device = nullptr;
-  ncclResult_t res = gpu::mapHostMemory(hostBase, bytes, &mapping, &device);
+  ncclResult_t res = gpu::mapHostMemory(req.selfDevice, hostBase, bytes, *memory, &mapping, &device);
   if (res != ncclSuccess) {
     std::string why = lastErrorMessage();
     return fail(res, "%s: %s: cannot make the %zu KiB host FIFO reachable from device %d: %s", transport,
                 req.label.c_str(), bytes >> 10, req.selfDevice, why.c_str());
   }
-  void* alias = owner.get();
-  auto both = std::make_shared<MappedHostMemory>(MappedHostMemory{std::move(owner), std::move(mapping)});
-  *memory = std::shared_ptr<void>(std::move(both), alias);
+  *memory = std::shared_ptr<void>(std::move(mapping), alias);  // owns the memory too, released after the mapping
   *deviceBase = static_cast<char*>(device);
   return ncclSuccess;
 }

@@ -16,7 +16,7 @@ namespace chorus {
 // inproc, shm and net transports. When req.deviceMemory (the connection is
 // run by GPU kernels) it pins and maps the `bytes` at `hostBase`
 // (gpu::mapHostMemory): *memory then owns what it owned before and the
-// mapping (released first, while the host memory still exists), and
+// mapping (released first, once no kernel runs on the device), and
 // *deviceBase is the address kernels use for `hostBase`. Host-mode
 // connections: nothing is mapped and *deviceBase is null.
 ncclResult_t mapFifoForKernels(const ConnRequest& req, const char* transport, void* hostBase, size_t bytes,

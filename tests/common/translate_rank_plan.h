@@ -4,6 +4,7 @@
 // (the FifoEndTally's input).
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "common/fifo_end_tally.h"
@@ -24,6 +25,21 @@ inline bool translateRankPlan(RankCtx& ctx, Plan& plan, FifoEndTally::Positions*
     return &(*positions)[{e.ctl, sender}];
   };
   return RANK_OK(ctx, gpu::translatePlan(plan, positionFor, launches));
+}
+
+// The steps of every segment of the plan, and of the launches made from it
+// (translation keeps every step).
+inline uint64_t planSteps(const Plan& plan) {
+  uint64_t steps = 0;
+  for (const Lane& l : plan.lanes)
+    for (const sched::Segment& s : l.segments) steps += sched::segmentSteps(s);
+  return steps;
+}
+inline uint64_t launchSteps(const std::vector<gpu::LaunchArrays>& launches) {
+  uint64_t steps = 0;
+  for (const gpu::LaunchArrays& L : launches)
+    for (const sched::Segment& s : L.segments) steps += sched::segmentSteps(s);
+  return steps;
 }
 
 }  // namespace chorus::test

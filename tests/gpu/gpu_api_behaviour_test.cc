@@ -2,7 +2,9 @@
 // results of every collective are checked by collectives_api_test.cc):
 //  - Calls enqueue and return: with the streams held by a blocking host
 //    function, the calls still return, and the results are right afterwards.
-//  - CUDA graphs: all-reduces captured on every rank's stream, replayed 10x.
+//  - CUDA graphs: all-reduces captured on every rank's stream, replayed 10x;
+//    a global-mode capture after a warm-up, its replays ordered with eager
+//    calls on another stream.
 //  - Abort and timeout: a rank whose peer never calls is stopped by
 //    ncclCommAbort, or fails by itself after CHORUS_TIMEOUT_MS, in bounded time;
 //    aborting an idle rank returns while another rank's kernel spins.
@@ -191,6 +193,64 @@ TEST_F(GpuApi, GraphCaptureReplays) {
     }
     for (cudaGraphExec_t e : execs)
       if (e) cudaGraphExecDestroy(e);
+  }
+}
+
+// PyTorch's pattern: eager warm-up calls (more than the library keeps in
+// its recent-call record), a capture in global mode, then replays and eager
+// calls on another stream, with no host synchronisation between them. The
+// capture must succeed, and a communicator's replays and eager calls must be
+// ordered: run at once, they would share the connectors' positions.
+TEST_F(GpuApi, GlobalModeCaptureAfterWarmupIsOrderedWithEagerCalls) {
+  GpuRanks g({0, 0});
+  ASSERT_TRUE(g.error().empty()) << g.error();
+  const int n = g.size();
+  SumBuffers b(g, (1 << 16) + 5), other(g, (1 << 16) + 5);
+  for (int i = 0; i < 12; ++i) ASSERT_EQ(allReduceAll(g, b), ncclSuccess) << ncclGetLastError(nullptr);
+  ASSERT_EQ(g.sync(), "");
+
+  for (int r = 0; r < n; ++r) CUDA_OK(cudaStreamBeginCapture(g.stream(r), cudaStreamCaptureModeGlobal));
+  const ncclResult_t res = allReduceAll(g, b);
+  std::vector<cudaGraphExec_t> execs(static_cast<size_t>(n), nullptr);
+  for (int r = 0; r < n; ++r) {
+    cudaGraph_t graph = nullptr;
+    const cudaError_t e = cudaStreamEndCapture(g.stream(r), &graph);
+    EXPECT_EQ(e, cudaSuccess) << "rank " << r << ": cudaStreamEndCapture: " << cudaGetErrorString(e);
+    if (e != cudaSuccess) continue;
+    EXPECT_EQ(cudaGraphInstantiate(&execs[static_cast<size_t>(r)], graph, 0), cudaSuccess);
+    cudaGraphDestroy(graph);
+  }
+  ASSERT_EQ(res, ncclSuccess) << "all-reduce during a global-mode capture: " << ncclGetLastError(nullptr);
+  for (cudaGraphExec_t e : execs) ASSERT_NE(e, nullptr);
+
+  std::vector<cudaStream_t> side(static_cast<size_t>(n), nullptr);
+  for (int r = 0; r < n; ++r) {
+    cudaSetDevice(g.device(r));
+    CUDA_OK(cudaStreamCreateWithFlags(&side[static_cast<size_t>(r)], cudaStreamNonBlocking));
+  }
+  for (int round = 0; round < 5; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    for (int r = 0; r < n; ++r) {
+      b.fill(g, r, round + 2);
+      other.fill(g, r, round + 40);
+    }
+    for (int r = 0; r < n; ++r) CUDA_OK(cudaGraphLaunch(execs[static_cast<size_t>(r)], g.stream(r)));
+    ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+    for (int r = 0; r < n; ++r)
+      ncclAllReduce(other.send[static_cast<size_t>(r)].get(), other.recv[static_cast<size_t>(r)].get(), other.count,
+                    ncclFloat32, ncclSum, g.comm(r), side[static_cast<size_t>(r)]);
+    ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
+    const std::string drained = syncStreams(side, Ms(30000));
+    if (!drained.empty()) g.markBroken();
+    ASSERT_EQ(drained, "");
+    ASSERT_EQ(g.sync(), "");
+    EXPECT_EQ(b.check(g, round + 2), "") << "(replay)";
+    EXPECT_EQ(other.check(g, round + 40), "") << "(eager call on another stream)";
+  }
+  for (int r = 0; r < n; ++r) {
+    cudaGraphExecDestroy(execs[static_cast<size_t>(r)]);
+    cudaSetDevice(g.device(r));
+    cudaStreamDestroy(side[static_cast<size_t>(r)]);
   }
 }
 

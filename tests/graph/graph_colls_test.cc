@@ -11,8 +11,10 @@
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <set>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "common/coll_cases.h"
 #include "common/rank_runner.h"
@@ -106,11 +108,13 @@ TEST_P(GraphColls, ExactResults) {
       opts);
 }
 
-// The plan of a float sum AllReduce of `in` into `out` on this rank's communicator.
-ncclResult_t buildAllReducePlan(RankCtx& ctx, std::vector<float>& in, std::vector<float>& out, Plan* plan) {
+// The plan of a float sum `type` (AllReduce unless said) of `in` into `out`
+// on this rank's communicator.
+ncclResult_t buildFloatPlan(RankCtx& ctx, std::vector<float>& in, std::vector<float>& out, Plan* plan,
+                            CollType type = CollType::AllReduce) {
   plan->comm = ctx.comm;
   Task t;
-  t.type = CollType::AllReduce;
+  t.type = type;
   t.comm = ctx.comm;
   t.sendbuff = in.data();
   t.recvbuff = out.data();
@@ -134,7 +138,7 @@ TEST(GraphPlans, DirectPlanOfEightRanksIsRecursiveDoubling) {
       [&](RankCtx& ctx) {
         std::vector<float> in(4096, 1.0f), out(4096, 0.0f);
         Plan plan;
-        if (!RANK_OK(ctx, buildAllReducePlan(ctx, in, out, &plan))) return;
+        if (!RANK_OK(ctx, buildFloatPlan(ctx, in, out, &plan))) return;
         if (plan.lanes.size() != 1 || plan.lanes[0].segments.size() != 3) {
           ctx.fail("rank %d: %zu lanes (first with %zu segments), expected one lane of 3 exchanges", ctx.rank,
                    plan.lanes.size(), plan.lanes.empty() ? size_t(0) : plan.lanes[0].segments.size());
@@ -176,7 +180,7 @@ TEST(GraphPlans, HierPlanHasThreePhases) {
         ctx.comm->graph = graph;
         std::vector<float> in(4096, 1.0f), out(4096, 0.0f);
         Plan plan;
-        if (!RANK_OK(ctx, buildAllReducePlan(ctx, in, out, &plan))) return;
+        if (!RANK_OK(ctx, buildFloatPlan(ctx, in, out, &plan))) return;
         const int G = nranks / hosts, H = hosts;
         // One round (4096 floats fit): G reduce-scatter steps, 2H-1 all-reduce steps, G all-gather steps.
         const size_t expectSteps = 2 * G + 2 * H - 1;
@@ -201,6 +205,41 @@ TEST(GraphPlans, HierPlanHasThreePhases) {
         sel.ops = {OpKind::Sum};
         sel.counts = {4096};
         runSelection(ctx, Coll::AllReduce, sel);
+      },
+      opts);
+}
+
+// A ring AllGather over several channels: channels whose rings visit the
+// ranks in the same order share one rank table in the plan, so a GPU launch's
+// table grows with the distinct orders, not with the channel count.
+TEST(GraphPlans, ChannelsWithTheSameRingShareOneRankTable) {
+  const int nranks = 4, channels = 4;
+  RunOptions opts;
+  opts.env = {{"NCCL_ALGO", "Ring"}, {"NCCL_PROTO", "Simple"}, {"NCCL_MIN_NCHANNELS", "4"}};
+  runThreads(
+      nranks,
+      [&](RankCtx& ctx) {
+        if (!ctx.comm->graph) {
+          ctx.fail("rank %d: no graph after init", ctx.rank);
+          return;
+        }
+        std::set<std::vector<int>> orders;
+        for (int ch = 0; ch < channels; ++ch) orders.insert(ctx.comm->graph->ring(ch).order);
+        if (orders.size() >= static_cast<size_t>(channels)) {
+          ctx.fail("rank %d: every channel has its own ring order: nothing to share", ctx.rank);
+          return;
+        }
+        std::vector<float> in(4096, 1.0f), out(4096 * nranks, 0.0f);
+        Plan plan;
+        if (!RANK_OK(ctx, buildFloatPlan(ctx, in, out, &plan, CollType::AllGather))) return;
+        size_t ringSegments = 0;
+        for (const Lane& lane : plan.lanes)
+          for (const sched::Segment& seg : lane.segments) ringSegments += seg.ringTable >= 0 ? 1 : 0;
+        if (ringSegments != static_cast<size_t>(channels))
+          ctx.fail("rank %d: %zu segments with a ring table, expected %d", ctx.rank, ringSegments, channels);
+        if (plan.rankTable.size() != orders.size() * nranks)
+          ctx.fail("rank %d: rank table of %zu entries for %zu distinct ring orders of %d ranks", ctx.rank,
+                   plan.rankTable.size(), orders.size(), nranks);
       },
       opts);
 }

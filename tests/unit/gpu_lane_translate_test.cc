@@ -543,17 +543,12 @@ TEST_P(LaneTranslateRealPlans, EveryRankTranslatesAndFifosPairUp) {
         FifoEndTally::Positions positions;
         std::vector<gpu::LaunchArrays> launches;
         if (!translateRankPlan(ctx, plan, &positions, &launches)) return;
-        uint64_t planSteps = 0, launchSteps = 0;
-        for (const Lane& l : plan.lanes)
-          for (const sched::Segment& s : l.segments) planSteps += sched::segmentSteps(s);
-        for (const auto& L : launches) {
-          checkLaunch(ctx, L);
-          for (const sched::Segment& s : L.segments) launchSteps += sched::segmentSteps(s);
-        }
+        const uint64_t stepsOfPlan = planSteps(plan), stepsOfLaunches = launchSteps(launches);
+        for (const auto& L : launches) checkLaunch(ctx, L);
         if (launches.size() != 1) ctx.fail("rank %d: %zu launches for one task", ctx.rank, launches.size());
-        if (planSteps != launchSteps)
-          ctx.fail("rank %d: %llu plan steps, %llu launch steps", ctx.rank, static_cast<unsigned long long>(planSteps),
-                   static_cast<unsigned long long>(launchSteps));
+        if (stepsOfPlan != stepsOfLaunches)
+          ctx.fail("rank %d: %llu plan steps, %llu launch steps", ctx.rank,
+                   static_cast<unsigned long long>(stepsOfPlan), static_cast<unsigned long long>(stepsOfLaunches));
         tally.add(positions);
       },
       opts);

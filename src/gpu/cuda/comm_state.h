@@ -62,12 +62,16 @@ struct CommState {
   PositionPool positions;
   std::mutex launchMutex;  // guards inFlight, last and lastStream
   std::map<cudaStream_t, cudaEvent_t> inFlight;
-  // The communicator's most recent launch outside graph capture: a launch on
-  // another stream waits for it, so two of its kernels never run at once on
-  // the same connectors (NCCL orders a communicator's work the same way).
+  // The communicator's most recent launch: a launch on another stream waits
+  // for it, so two of its kernels never run at once on the same connectors
+  // (NCCL orders a communicator's work the same way). Captured launches wait
+  // for it and record it as external nodes, so a graph replay and eager
+  // launches are ordered too; once a graph holds such a node (`captured`),
+  // every eager launch waits for it, whatever its stream.
   cudaEvent_t last = nullptr;
   cudaStream_t lastStream = nullptr;
   bool launchedBefore = false;
+  bool captured = false;
   std::atomic<bool> errorReported{false};
   bool verdictSpread = false;             // the watchdog spread a mismatch (spreadVerdict)
   RecentCalls recentCalls;                // the tasks of recent launches (under the comm's opMutex)

@@ -81,9 +81,17 @@ ncclResult_t memAlloc(void** ptr, size_t bytes) {
   return ncclSuccess;
 }
 
+// cudaFree waits for the whole device: held back while kernels of this
+// process's communicators run there (releaseWhenIdle).
 ncclResult_t memFree(void* ptr) {
-  RelaxedCaptureScope relaxed;
-  CHORUS_CUDA_CHECK(cudaFree(ptr));
+  int device = -1;
+  if (!devicePointer(ptr, &device))
+    return fail(ncclInvalidArgument, "ncclMemFree: %p is not device memory of this process", ptr);
+  releaseWhenIdle(device, [device, ptr] {
+    DeviceScope s(device);
+    RelaxedCaptureScope r;
+    (void)cudaFree(ptr);
+  });
   return ncclSuccess;
 }
 
@@ -106,7 +114,10 @@ ncclResult_t allocDeviceBuffer(int device, size_t bytes, std::shared_ptr<void>* 
   return ncclSuccess;
 }
 
-ncclResult_t mapHostMemory(void* base, size_t bytes, std::shared_ptr<void>* keep, void** deviceAddress) {
+ncclResult_t mapHostMemory(int device, void* base, size_t bytes, std::shared_ptr<void> owner,
+                           std::shared_ptr<void>* keep, void** deviceAddress) {
+  DeviceScope scope(device);
+  CHORUS_CUDA_CHECK(scope.status());
   RelaxedCaptureScope relaxed;
   CHORUS_CUDA_CHECK(cudaHostRegister(base, bytes, cudaHostRegisterMapped | cudaHostRegisterPortable));
   void* dptr = nullptr;
@@ -116,7 +127,14 @@ ncclResult_t mapHostMemory(void* base, size_t bytes, std::shared_ptr<void>* keep
     CHORUS_CUDA_CHECK(err);
   }
   *deviceAddress = dptr;
-  *keep = std::shared_ptr<void>(base, [](void* p) { (void)cudaHostUnregister(p); });
+  // The release holds its own copy of `owner`: the memory goes after the unmapping.
+  *keep = std::shared_ptr<void>(base, [device, owner = std::move(owner)](void* p) {
+    releaseWhenIdle(device, [device, p, owner] {
+      DeviceScope s(device);
+      RelaxedCaptureScope r;
+      (void)cudaHostUnregister(p);
+    });
+  });
   return ncclSuccess;
 }
 

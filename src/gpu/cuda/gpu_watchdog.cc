@@ -11,6 +11,7 @@
 #include "core/comm.h"
 #include "core/exception_guard.h"
 #include "core/log.h"
+#include "core/peer_watch.h"
 #include "gpu/cuda/comm_state.h"
 #include "gpu/lane_waits.h"
 #include "host/executor.h"
@@ -134,17 +135,21 @@ void GpuWatchdog::check(ncclComm* comm) {
   watchStall(comm, busy);
   if (!busy) return;
   if (judgeNotes(comm)) return;
-  const PeerInfo& self = comm->conns->peer(comm->id.rank);
-  for (const PeerInfo& p : comm->conns->peers()) {
-    if (p.rank == self.rank || p.hostHash != self.hostHash || p.processToken == self.processToken) continue;
-    if (peerProcessAlive(p.pid)) continue;
-    const std::string msg = "rank " + std::to_string(comm->id.rank) + ": peer rank " + std::to_string(p.rank) +
-                            " (pid " + std::to_string(p.pid) + ") exited while GPU kernels of the communicator ran";
-    CHORUS_WARN(kLogColl, "%s; stopping them", msg.c_str());
-    commSetError(comm, ncclRemoteError, msg);
-    commSignalAbort(comm);
-    return;
+  std::string why;
+  bool gone = commPeerProcessGone(comm, &why);
+  // A network link the proxy found broken (a remote peer or its host gone).
+  // The connection table is guarded by the opMutex: a call in progress
+  // defers the look to a later check.
+  if (!gone && comm->opMutex.try_lock()) {
+    std::lock_guard<std::mutex> op(comm->opMutex, std::adopt_lock);
+    gone = comm->conns->brokenLink(&why);
   }
+  if (!gone) return;
+  const std::string msg =
+      "rank " + std::to_string(comm->id.rank) + ": " + why + " while GPU kernels of the communicator ran";
+  CHORUS_WARN(kLogColl, "%s; stopping them", msg.c_str());
+  commSetError(comm, ncclRemoteError, msg);
+  commSignalAbort(comm);
 }
 
 // No progress = the communicator's kernels run and no lane's report changed

@@ -68,12 +68,19 @@ bool capturing(cudaStream_t stream) {
   return capture != cudaStreamCaptureStatusNone;
 }
 
-// Outside capture: a launch on a different stream than the communicator's
-// previous one waits for that one first.
+// A launch waits for the communicator's previous one when that may have
+// been on another stream: a different stream outside capture; always in a
+// capture (an external wait node: each replay waits for the launch before
+// it) and, once a graph holds such nodes, always outside capture too.
 ncclResult_t orderAfterPrevious(CommState& st, cudaStream_t stream, bool inCapture) {
-  if (inCapture) return ncclSuccess;  // the graph's own dependencies order it when launched
   std::lock_guard<std::mutex> lock(st.launchMutex);
-  if (st.launchedBefore && st.lastStream != stream) CHORUS_CUDA_CHECK(cudaStreamWaitEvent(stream, st.last, 0));
+  if (st.last == nullptr) CHORUS_CUDA_CHECK(cudaEventCreateWithFlags(&st.last, cudaEventDisableTiming));
+  if (inCapture) {
+    CHORUS_CUDA_CHECK(cudaStreamWaitEvent(stream, st.last, cudaEventWaitExternal));
+    return ncclSuccess;
+  }
+  if (st.launchedBefore && (st.lastStream != stream || st.captured))
+    CHORUS_CUDA_CHECK(cudaStreamWaitEvent(stream, st.last, 0));
   return ncclSuccess;
 }
 
@@ -85,13 +92,15 @@ ncclResult_t trackLaunch(CommState& st, cudaStream_t stream, bool inCapture) {
   cudaEvent_t& ev = st.inFlight[stream];
   if (ev == nullptr) CHORUS_CUDA_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
   if (inCapture) {
-    // An event-record node: every replay of the graph records it, so destroy
-    // and finalize also wait for kernels launched by graph replays.
+    // Event-record nodes: every replay of the graph records them, so destroy
+    // and finalize also wait for kernels launched by graph replays, and the
+    // next launch (eager or replayed) is ordered after this one.
     CHORUS_CUDA_CHECK(cudaEventRecordWithFlags(ev, stream, cudaEventRecordExternal));
+    CHORUS_CUDA_CHECK(cudaEventRecordWithFlags(st.last, stream, cudaEventRecordExternal));
+    st.captured = true;
     return ncclSuccess;
   }
   CHORUS_CUDA_CHECK(cudaEventRecord(ev, stream));
-  if (st.last == nullptr) CHORUS_CUDA_CHECK(cudaEventCreateWithFlags(&st.last, cudaEventDisableTiming));
   CHORUS_CUDA_CHECK(cudaEventRecord(st.last, stream));
   st.lastStream = stream;
   st.launchedBefore = true;
@@ -105,7 +114,12 @@ ncclResult_t trackLaunch(CommState& st, cudaStream_t stream, bool inCapture) {
 void rememberCall(CommState& st, const Plan& plan, cudaStream_t stream, bool inCapture) {
   if (plan.stamps.empty()) return;
   std::vector<void*> forgotten;
-  st.recentCalls.prune(markerFinished, &forgotten);
+  {
+    // cudaEventQuery is refused (and invalidates the capture) while this
+    // thread, or another in global mode, captures a graph (torch.cuda.graph).
+    RelaxedCaptureScope relaxed;
+    st.recentCalls.prune(markerFinished, &forgotten);
+  }
   for (void* m : forgotten) st.spareMarkers.push_back(static_cast<cudaEvent_t>(m));
   cudaEvent_t done = nullptr;
   if (!inCapture && !st.spareMarkers.empty()) {

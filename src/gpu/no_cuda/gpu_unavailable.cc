@@ -49,7 +49,7 @@ ncclResult_t dmabufExport(void*, size_t, int* fd, uint64_t*) {
   return unavailable("dma-buf export");
 }
 
-ncclResult_t mapHostMemory(void*, size_t, std::shared_ptr<void>*, void**) {
+ncclResult_t mapHostMemory(int, void*, size_t, std::shared_ptr<void>, std::shared_ptr<void>*, void**) {
   return unavailable("mapping host memory for kernels");
 }
 
