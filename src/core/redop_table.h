@@ -3,8 +3,10 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "core/coll_types.h"
@@ -12,6 +14,11 @@
 
 namespace chorus {
 
+// Handles of destroyed operators are given out again, as NCCL does. A
+// host-immediate scalar is kept once per (datatype, value), never changed
+// nor freed: a spec resolved before a destroy stays valid, and operators
+// made again and again with the same value (PyTorch makes one per call)
+// resolve to the same spec, so the plan cache finds their plans.
 class RedOpTable {
  public:
   ncclResult_t create(ncclDataType_t type, const void* scalar, ncclScalarResidence_t residence, ncclRedOp_t* op);
@@ -23,12 +30,15 @@ class RedOpTable {
   struct Entry {
     bool live = false;
     ncclDataType_t type = ncclFloat32;
-    ncclScalarResidence_t residence = ncclScalarHostImmediate;
-    uint64_t immediate = 0;         // the scalar's bytes, for ncclScalarHostImmediate
-    const void* pointer = nullptr;  // for ncclScalarDevice: read when the collective runs
+    const void* scalar = nullptr;  // host-immediate: its kept copy; device: read when the collective runs
+    bool onHost = false;
   };
+  const uint64_t* keptImmediate(ncclDataType_t type, const void* scalar);
+
   mutable std::mutex mutex_;
-  std::vector<std::unique_ptr<Entry>> entries_;  // never shrinks: specs point into entries
+  std::vector<Entry> entries_;                                                // handle - ncclNumOps -> operator
+  std::vector<int> freeSlots_;                                                // entries of destroyed operators
+  std::map<std::pair<int, uint64_t>, std::unique_ptr<uint64_t>> immediates_;  // (datatype, bytes) -> kept copy
 };
 
 }  // namespace chorus

@@ -38,8 +38,39 @@ TEST(PlanCache, RepeatedGroupedSendRecvHitsTheCache) {
     }
     const uint64_t builds = ctx.comm->planCache->builds() - builds0, hits = ctx.comm->planCache->hits() - hits0;
     if (builds != 1 || hits != 2)
-      ctx.fail("rank %d: the same group 3 times built %llu plans and hit the cache %llu times (want 1 and 2)",
-               ctx.rank, static_cast<unsigned long long>(builds), static_cast<unsigned long long>(hits));
+      ctx.fail("rank %d: the same group 3 times built %llu plans and hit the cache %llu times (want 1 and 2)", ctx.rank,
+               static_cast<unsigned long long>(builds), static_cast<unsigned long long>(hits));
+  });
+}
+
+// PyTorch's PreMulSum pattern: an operator made for the call and destroyed
+// after it, with the same factor every step. Every step after the first
+// finds the plan in the cache, and the results are right each time.
+TEST(PlanCache, APreMulSumMadeAgainWithTheSameFactorHitsTheCache) {
+  runThreads(2, [](RankCtx& ctx) {
+    const size_t n = 1000;
+    std::vector<float> in(n), out(n);
+    for (size_t i = 0; i < n; ++i) in[i] = static_cast<float>(i % 7 + ctx.rank);
+    const uint64_t builds0 = ctx.comm->planCache->builds(), hits0 = ctx.comm->planCache->hits();
+    for (int step = 0; step < 4; ++step) {
+      const float factor = 0.5f;
+      ncclRedOp_t op{};
+      RANK_OK(ctx, ncclRedOpCreatePreMulSum(&op, const_cast<float*>(&factor), ncclFloat32, ncclScalarHostImmediate,
+                                            ctx.comm));
+      RANK_OK(ctx, ncclAllReduce(in.data(), out.data(), n, ncclFloat32, op, ctx.comm, nullptr));
+      RANK_OK(ctx, ncclRedOpDestroy(op, ctx.comm));
+      for (size_t i = 0; i < n; ++i) {
+        const float want = 0.5f * static_cast<float>(i % 7) + 0.5f * static_cast<float>(i % 7 + 1);
+        if (out[i] != want) {
+          ctx.fail("rank %d step %d: [%zu] = %g, want %g", ctx.rank, step, i, out[i], want);
+          return;
+        }
+      }
+    }
+    const uint64_t builds = ctx.comm->planCache->builds() - builds0, hits = ctx.comm->planCache->hits() - hits0;
+    if (builds != 1 || hits != 3)
+      ctx.fail("rank %d: 4 steps built %llu plans and hit the cache %llu times (want 1 and 3)", ctx.rank,
+               static_cast<unsigned long long>(builds), static_cast<unsigned long long>(hits));
   });
 }
 
