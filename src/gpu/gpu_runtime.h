@@ -46,8 +46,7 @@ int deviceWithBusId(const char* busId);
 // The device `ptr` belongs to; false for host (or unknown) memory.
 bool devicePointer(const void* ptr, int* device);
 
-// Device memory for ncclMemAlloc/ncclMemFree (on the current device). The
-// free waits, like other releases, until no kernel runs on the device.
+// Device memory for ncclMemAlloc/ncclMemFree (on the current device).
 ncclResult_t memAlloc(void** ptr, size_t bytes);
 ncclResult_t memFree(void* ptr);
 

@@ -243,8 +243,8 @@ struct Attempt {
   std::map<const void*, int> laneOfConnector;
 };
 
-bool fits(const LaunchArrays& l) {
-  return l.lanes.size() <= kMaxLanesPerLaunch && l.fifos.size() <= static_cast<size_t>(dev::kLaunchMaxFifos) &&
+bool fits(const LaunchArrays& l, size_t maxLanes) {
+  return l.lanes.size() <= maxLanes && l.fifos.size() <= static_cast<size_t>(dev::kLaunchMaxFifos) &&
          l.segments.size() <= static_cast<size_t>(dev::kLaunchMaxSegments) &&
          l.rankTable.size() <= static_cast<size_t>(dev::kLaunchMaxRankTable) &&
          l.tasks.size() <= static_cast<size_t>(dev::kLaunchMaxTasks);
@@ -303,6 +303,18 @@ int p2pRound(const Plan& plan, const sched::Segment& seg) {
   return 0;
 }
 
+// The error for round `d` of a point-to-point group that alone does not fit
+// one launch (`launch`, as far as it got).
+ncclResult_t roundTooLarge(const Plan& plan, int d, const LaunchArrays& launch, size_t maxLanes) {
+  const int n = plan.comm->id.nranks, r = plan.comm->id.rank;
+  return fail(ncclInvalidUsage,
+              "GPU plan: round %d of a group of point-to-point operations (the sends to rank %d and receives from "
+              "rank %d) needs %zu lanes, %zu connector ends, %zu segments and %zu tasks in one kernel launch; it "
+              "holds %zu, %d, %d and %d",
+              d, (r + d) % n, (r - d + n) % n, launch.lanes.size(), launch.fifos.size(), launch.segments.size(),
+              launch.tasks.size(), maxLanes, dev::kLaunchMaxFifos, dev::kLaunchMaxSegments, dev::kLaunchMaxTasks);
+}
+
 // A group of point-to-point operations too large for one launch (an
 // all-to-all of many ranks) runs as several, each holding whole rounds, in
 // increasing round order. Ranks may cut at different rounds and still never
@@ -310,7 +322,7 @@ int p2pRound(const Plan& plan, const sched::Segment& seg) {
 // running launch of every rank with a part in it, and a launch's lanes
 // progress independently.
 ncclResult_t translateP2PInRounds(const Plan& plan, const PositionFor& positionFor, const std::vector<TaskUnit>& units,
-                                  size_t u, Attempt* done, std::vector<LaunchArrays>* out) {
+                                  size_t u, size_t maxLanes, Attempt* done, std::vector<LaunchArrays>* out) {
   const std::set<size_t> unit(units[u].tasks.begin(), units[u].tasks.end());
   std::map<int, std::vector<size_t>> lanesOfRound;
   for (size_t l = 0; l < plan.lanes.size(); ++l) {
@@ -326,17 +338,13 @@ ncclResult_t translateP2PInRounds(const Plan& plan, const PositionFor& positionF
       for (size_t l : next->second) only[l] = true;
       Attempt bigger;
       CHORUS_CHECK(tryLaunch(plan, positionFor, units, u, u, *done, &bigger, &only));
-      if (!fits(bigger.launch)) break;
+      if (!fits(bigger.launch, maxLanes)) {
+        if (!any) return roundTooLarge(plan, next->first, bigger.launch, maxLanes);
+        break;
+      }
       best = std::move(bigger);
       any = true;
     }
-    if (!any)
-      return fail(ncclInvalidUsage,
-                  "GPU plan: round %d of a group of point-to-point operations (the sends to rank %d and receives "
-                  "from rank %d) needs %zu segments in one kernel launch, which holds %d",
-                  next->first, (plan.comm->id.rank + next->first) % plan.comm->id.nranks,
-                  (plan.comm->id.rank - next->first + plan.comm->id.nranks) % plan.comm->id.nranks,
-                  plan.lanes[next->second.front()].segments.size(), dev::kLaunchMaxSegments);
     done->cursor = best.cursor;
     done->laneOfConnector = best.laneOfConnector;
     out->push_back(std::move(best.launch));
@@ -352,8 +360,10 @@ uint32_t devicePieceBytes(Proto proto, size_t lanePieceBytes, uint32_t slotBytes
   return std::min({dev::llPayloadBytes(slotBytes), dev::kLLMaxPieceBytes, piece});
 }
 
-ncclResult_t translatePlan(const Plan& plan, const PositionFor& positionFor, std::vector<LaunchArrays>* out) {
+ncclResult_t translatePlan(const Plan& plan, const PositionFor& positionFor, std::vector<LaunchArrays>* out,
+                           size_t maxLanes) {
   out->clear();
+  maxLanes = std::clamp<size_t>(maxLanes, 1, kMaxLanesPerLaunch);
   const std::vector<TaskUnit> units = taskUnits(plan.tasks);
   Attempt done;
   done.cursor.assign(plan.lanes.size(), 0);
@@ -362,24 +372,24 @@ ncclResult_t translatePlan(const Plan& plan, const PositionFor& positionFor, std
     Attempt best;
     size_t last = u;
     CHORUS_CHECK(tryLaunch(plan, positionFor, units, u, u, done, &best));
-    if (!fits(best.launch) && units[u].p2p && plan.comm != nullptr) {
-      CHORUS_CHECK(translateP2PInRounds(plan, positionFor, units, u, &done, out));
+    if (!fits(best.launch, maxLanes) && units[u].p2p && plan.comm != nullptr) {
+      CHORUS_CHECK(translateP2PInRounds(plan, positionFor, units, u, maxLanes, &done, out));
       ++u;
       continue;
     }
-    if (!fits(best.launch))
+    if (!fits(best.launch, maxLanes))
       return fail(ncclInvalidUsage,
                   "GPU plan: %s of %zu task(s) needs %zu lanes, %zu connector ends, %zu segments and %zu ring-table "
                   "entries in one kernel launch; a launch holds %zu, %d, %d and %d, and %d tasks (split the group of "
                   "operations)",
                   units[u].p2p ? "a group of point-to-point operations" : collName(plan.tasks[units[u].tasks[0]].type),
                   units[u].tasks.size(), best.launch.lanes.size(), best.launch.fifos.size(),
-                  best.launch.segments.size(), best.launch.rankTable.size(), kMaxLanesPerLaunch, dev::kLaunchMaxFifos,
+                  best.launch.segments.size(), best.launch.rankTable.size(), maxLanes, dev::kLaunchMaxFifos,
                   dev::kLaunchMaxSegments, dev::kLaunchMaxRankTable, dev::kLaunchMaxTasks);
     for (size_t w = u + 1; w < units.size() && sameLaunchSpec(plan, units[u], units[w]); ++w) {
       Attempt bigger;
       CHORUS_CHECK(tryLaunch(plan, positionFor, units, u, w, done, &bigger));
-      if (!fits(bigger.launch)) break;
+      if (!fits(bigger.launch, maxLanes)) break;
       best = std::move(bigger);
       last = w;
     }

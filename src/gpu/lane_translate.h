@@ -65,7 +65,10 @@ inline constexpr size_t kMaxLanesPerLaunch = 64;
 // (or one round of a point-to-point group) needs more than one launch holds; ncclInternalError
 // when the plan breaks an invariant the kernel relies on (a connector used by
 // two lanes, a piece larger than a slot, steps out of task order).
-ncclResult_t translatePlan(const Plan& plan, const PositionFor& positionFor, std::vector<LaunchArrays>* out);
+// `maxLanes` (at most kMaxLanesPerLaunch): the thread blocks one launch may
+// use on this device (fewer when ranks share the GPU).
+ncclResult_t translatePlan(const Plan& plan, const PositionFor& positionFor, std::vector<LaunchArrays>* out,
+                           size_t maxLanes = kMaxLanesPerLaunch);
 
 // Payload bytes per piece a lane of protocol `proto` moves through slots of
 // `slotBytes` on the GPU (LL carries half a slot, at most kLLMaxPieceBytes).

@@ -18,13 +18,13 @@ namespace chorus::test {
 
 // False, with the failure recorded on ctx, when a stage fails.
 inline bool translateRankPlan(RankCtx& ctx, Plan& plan, FifoEndTally::Positions* positions,
-                              std::vector<gpu::LaunchArrays>* launches) {
+                              std::vector<gpu::LaunchArrays>* launches, size_t maxLanes = gpu::kMaxLanesPerLaunch) {
   if (!RANK_OK(ctx, PlanBuilder(ctx.comm, &plan).build())) return false;
   if (!RANK_OK(ctx, ctx.comm->conns->connectAll(waitBoundAfter(10000)))) return false;
   const gpu::PositionFor positionFor = [positions](const FifoEnd& e, bool sender) {
     return &(*positions)[{e.ctl, sender}];
   };
-  return RANK_OK(ctx, gpu::translatePlan(plan, positionFor, launches));
+  return RANK_OK(ctx, gpu::translatePlan(plan, positionFor, launches, maxLanes));
 }
 
 // The steps of every segment of the plan, and of the launches made from it

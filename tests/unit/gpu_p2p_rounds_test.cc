@@ -62,7 +62,7 @@ int roundOf(int rank, const Op& op) {
 
 // The launch's operations, and a failure when its rounds are not one
 // increasing run after those of the launch before (`lastRound`).
-LaunchOps opsOf(RankCtx& ctx, const gpu::LaunchArrays& L, int* lastRound) {
+LaunchOps opsOf(RankCtx& ctx, const gpu::LaunchArrays& L, size_t maxLanes, int* lastRound) {
   LaunchOps ops;
   int lo = kRanks, hi = -1;
   for (const sched::Segment& s : L.segments) {
@@ -74,7 +74,7 @@ LaunchOps opsOf(RankCtx& ctx, const gpu::LaunchArrays& L, int* lastRound) {
     lo = std::min(lo, roundOf(ctx.rank, op));
     hi = std::max(hi, roundOf(ctx.rank, op));
   }
-  if (L.lanes.size() > gpu::kMaxLanesPerLaunch || L.segments.size() > static_cast<size_t>(dev::kLaunchMaxSegments) ||
+  if (L.lanes.size() > maxLanes || L.segments.size() > static_cast<size_t>(dev::kLaunchMaxSegments) ||
       L.fifos.size() > static_cast<size_t>(dev::kLaunchMaxFifos) ||
       L.tasks.size() > static_cast<size_t>(dev::kLaunchMaxTasks))
     ctx.fail("rank %d: a launch of %zu lanes, %zu segments, %zu fifos, %zu tasks", ctx.rank, L.lanes.size(),
@@ -85,14 +85,16 @@ LaunchOps opsOf(RankCtx& ctx, const gpu::LaunchArrays& L, int* lastRound) {
   return ops;
 }
 
-// Translates this rank's group and records its launches.
-void translateGroup(RankCtx& ctx, Plan& plan, FifoEndTally& tally, Recorded& rec) {
+// Translates this rank's group (launches of at most `maxLanes` lanes) and
+// records its launches.
+void translateGroup(RankCtx& ctx, Plan& plan, size_t maxLanes, FifoEndTally& tally, Recorded& rec) {
   FifoEndTally::Positions positions;
   std::vector<gpu::LaunchArrays> launches;
-  if (!translateRankPlan(ctx, plan, &positions, &launches)) return;
+  if (!translateRankPlan(ctx, plan, &positions, &launches, maxLanes)) return;
   std::vector<LaunchOps> ops;
+  ops.reserve(launches.size());
   int lastRound = -1;
-  for (const gpu::LaunchArrays& L : launches) ops.push_back(opsOf(ctx, L, &lastRound));
+  for (const gpu::LaunchArrays& L : launches) ops.push_back(opsOf(ctx, L, maxLanes, &lastRound));
   if (planSteps(plan) != launchSteps(launches))
     ctx.fail("rank %d: %llu plan steps, %llu in the launches", ctx.rank,
              static_cast<unsigned long long>(planSteps(plan)), static_cast<unsigned long long>(launchSteps(launches)));
@@ -158,7 +160,7 @@ TEST(GpuP2PRounds, TheRunnerSeesLaunchesThatWaitForEachOther) {
 // Every rank adds its tasks (addTasks(ctx, plan, in, out): buffers of kCount
 // floats per rank), translates its plan and records its launches in `rec`.
 template <class AddTasks>
-void translateOnEveryRank(AddTasks addTasks, Recorded& rec) {
+void translateOnEveryRank(AddTasks addTasks, Recorded& rec, size_t maxLanes = gpu::kMaxLanesPerLaunch) {
   FifoEndTally tally;
   runThreads(
       kRanks,
@@ -167,7 +169,7 @@ void translateOnEveryRank(AddTasks addTasks, Recorded& rec) {
         Plan plan;
         plan.comm = ctx.comm;
         addTasks(ctx, plan, in, out);
-        translateGroup(ctx, plan, tally, rec);
+        translateGroup(ctx, plan, maxLanes, tally, rec);
       },
       smallFifos());
   tally.expectEachFifoPairedOnce();
@@ -182,6 +184,20 @@ TEST(GpuP2PRounds, AnAllToAllOfFortyRanksRunsAsLaunchesOfWholeRounds) {
       },
       rec);
   for (const auto& [rank, launches] : rec.launchesOf) EXPECT_GE(launches.size(), 2u) << "rank " << rank;
+  EXPECT_EQ(runToTheEnd(rec.launchesOf), "");
+}
+
+// Ranks sharing one GPU get fewer lanes per launch (SMs / ranks): the cut
+// follows that cap, not the kernel's 64.
+TEST(GpuP2PRounds, TheDevicesLaneCapCutsSmallerLaunches) {
+  Recorded rec;
+  constexpr size_t kCap = 16;
+  translateOnEveryRank(
+      [](RankCtx& ctx, Plan& plan, std::vector<float>& in, std::vector<float>& out) {
+        plan.tasks.push_back(p2pTask(ctx, CollType::AlltoAll, 0, in.data(), out.data(), kCount));
+      },
+      rec, kCap);
+  for (const auto& [rank, launches] : rec.launchesOf) EXPECT_GE(launches.size(), 5u) << "rank " << rank;
   EXPECT_EQ(runToTheEnd(rec.launchesOf), "");
 }
 

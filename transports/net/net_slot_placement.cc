@@ -92,10 +92,10 @@ ncclResult_t netAllocFifo(NetLink& link, const ConnRequest& req, const NetSlotPl
   return ncclSuccess;
 }
 
-ncclResult_t netMapEndForKernels(const ConnRequest& req, char* deviceSlots, FifoEnd* end) {
-  if (deviceSlots == nullptr) return mapFifoEndForKernels(req, "net", end);
+ncclResult_t netMapEndForKernels(const ConnRequest& req, char* deviceSlots, std::shared_ptr<void> fifo, FifoEnd* end) {
+  if (deviceSlots == nullptr) return mapFifoEndForKernels(req, "net", end, std::move(fifo));
   char* ctl = nullptr;
-  CHORUS_CHECK(mapFifoForKernels(req, "net", end->ctl, fifoControlBytes(), &end->memory, &ctl));
+  CHORUS_CHECK(mapFifoForKernels(req, "net", end->ctl, fifoControlBytes(), &end->memory, &ctl, std::move(fifo)));
   end->ctl = reinterpret_cast<FifoControl*>(ctl);
   end->slots = deviceSlots;
   return ncclSuccess;

@@ -33,7 +33,9 @@ ncclResult_t netAllocFifo(NetLink& link, const ConnRequest& req, const NetSlotPl
 
 // GPU mode: points the executor's end at addresses kernels use (the mapped
 // control block; the slots where they live: `deviceSlots`, or mapped with
-// the control block when null).
-ncclResult_t netMapEndForKernels(const ConnRequest& req, char* deviceSlots, FifoEnd* end);
+// the control block when null). `fifo` is the link's FIFO memory: the
+// mapping keeps it, while the end's own handle (whose release retires the
+// link) goes with the end.
+ncclResult_t netMapEndForKernels(const ConnRequest& req, char* deviceSlots, std::shared_ptr<void> fifo, FifoEnd* end);
 
 }  // namespace chorus

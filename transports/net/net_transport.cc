@@ -83,8 +83,9 @@ ncclResult_t NetTransport::createRecv(const ConnRequest& req, const PeerInfo& pe
   memcpy(handle->data(), &hdr, sizeof(hdr));
   memcpy(handle->data() + sizeof(hdr), netHandle, CHORUS_NET_HANDLE_BYTES);
   CHORUS_INFO(kLogNet, "net: %s: receiver listening (slots %u x %u B)", link->label.c_str(), req.nslots, req.slotBytes);
+  std::shared_ptr<void> fifo = link->fifo;
   *end = NetProxy::forThisProcess().attach(std::move(link), req.peerRank, pidToWatch(peer));
-  return netMapEndForKernels(req, deviceSlots, end);
+  return netMapEndForKernels(req, deviceSlots, std::move(fifo), end);
 }
 
 ncclResult_t NetTransport::connectSend(const ConnRequest& req, const PeerInfo& peer, const std::vector<uint8_t>& handle,
@@ -135,8 +136,9 @@ ncclResult_t NetTransport::connectSend(const ConnRequest& req, const PeerInfo& p
   }
   CHORUS_INFO(kLogNet, "net: %s: sender connected", link->label.c_str());
   char* deviceSlots = link->deviceSlots != nullptr ? link->slots : nullptr;
+  std::shared_ptr<void> fifo = link->fifo;
   *end = NetProxy::forThisProcess().attach(std::move(link), req.peerRank, pidToWatch(peer));
-  return netMapEndForKernels(req, deviceSlots, end);
+  return netMapEndForKernels(req, deviceSlots, std::move(fifo), end);
 }
 
 bool NetTransport::awaitRetired(std::chrono::milliseconds bound) {

@@ -81,17 +81,11 @@ ncclResult_t memAlloc(void** ptr, size_t bytes) {
   return ncclSuccess;
 }
 
-// cudaFree waits for the whole device: held back while kernels of this
-// process's communicators run there (releaseWhenIdle).
+// At once, as NCCL does: a caller that frees to make room (a caching
+// allocator retrying after out-of-memory) needs the memory back now.
 ncclResult_t memFree(void* ptr) {
-  int device = -1;
-  if (!devicePointer(ptr, &device))
-    return fail(ncclInvalidArgument, "ncclMemFree: %p is not device memory of this process", ptr);
-  releaseWhenIdle(device, [device, ptr] {
-    DeviceScope s(device);
-    RelaxedCaptureScope r;
-    (void)cudaFree(ptr);
-  });
+  RelaxedCaptureScope relaxed;
+  CHORUS_CUDA_CHECK(cudaFree(ptr));
   return ncclSuccess;
 }
 

@@ -52,7 +52,7 @@ ncclResult_t deviceFormOf(Plan& plan, CommState& st, const DeviceForm** out) {
   }
   auto form = std::make_shared<DeviceForm>();
   PositionFor positionFor = [&st](const FifoEnd& end, bool sender) { return st.positions.counterFor(end.ctl, sender); };
-  CHORUS_CHECK(translatePlan(plan, positionFor, &form->launches));
+  CHORUS_CHECK(translatePlan(plan, positionFor, &form->launches, static_cast<size_t>(st.maxLanes)));
   for (const LaunchArrays& la : form->launches) CHORUS_CHECK(checkLaunchable(plan.comm, st, la));
   *out = form.get();
   plan.deviceForm = std::move(form);
@@ -79,7 +79,7 @@ ncclResult_t orderAfterPrevious(CommState& st, cudaStream_t stream, bool inCaptu
     CHORUS_CUDA_CHECK(cudaStreamWaitEvent(stream, st.last, cudaEventWaitExternal));
     return ncclSuccess;
   }
-  if (st.launchedBefore && (st.lastStream != stream || st.captured))
+  if (st.captured || (st.launchedBefore && st.lastStream != stream))
     CHORUS_CUDA_CHECK(cudaStreamWaitEvent(stream, st.last, 0));
   return ncclSuccess;
 }
