@@ -200,13 +200,14 @@ class LaunchBuilder {
   std::map<int32_t, int32_t> tables_;
 };
 
-// Tasks that must share one launch: a collective alone, or all the
-// point-to-point tasks of the plan (with the all-to-all, gather and scatter
-// collectives, which are made of sends and receives). A send and a receive of one group may
-// depend on each other (and on other ranks' point-to-point operations) in any
-// order, so they must progress together; they run first, before the
-// collectives, on every rank alike, so no rank waits in a collective for data
-// another rank would send only after its own collective.
+// Tasks that are never split at a task boundary: a collective alone, or all
+// the point-to-point tasks of the plan (with the all-to-all, gather and
+// scatter collectives, which are made of sends and receives). A send and a
+// receive of one group may depend on each other (and on other ranks'
+// point-to-point operations) in any order, so they must progress together:
+// one launch, or launches of whole rounds (translateP2PInRounds). They run
+// first, before the collectives, on every rank alike, so no rank waits in a
+// collective for data another rank would send only after its own collective.
 struct TaskUnit {
   std::vector<size_t> tasks;
   bool p2p = false;

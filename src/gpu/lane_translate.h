@@ -19,11 +19,13 @@
 // datatypes. A unit too large for one launch (an all-to-all of many ranks)
 // is cut by peer instead, into launches of whole rounds in increasing order:
 // round d holds the sends to rank + d and the receives from rank - d, so a
-// send and the receive it pairs with are in the same round on both ranks. A direct reduction (compressed wires,
-// deterministic mode, docs/wire.md) gets a launch of its own, marked LaneLaunch::wire with the task's format and
-// residual, which the wire kernel runs; its segments' rank tables name connectors, which become fifo indices like
-// Segment::conn. Connector ends keep their position counters in device memory (they must survive from launch to launch
-// and through CUDA graph replays); the caller says where.
+// send and the receive it pairs with are in the same round on both ranks.
+// A direct reduction (compressed wires, deterministic mode, docs/wire.md)
+// gets a launch of its own, marked LaneLaunch::wire with the task's format
+// and residual, which the wire kernel runs; its segments' rank tables name
+// connectors, which become fifo indices like Segment::conn. Connector ends
+// keep their position counters in device memory (they must survive from
+// launch to launch and through CUDA graph replays); the caller says where.
 #pragma once
 
 #include <functional>
@@ -61,8 +63,8 @@ inline constexpr size_t kMaxLanesPerLaunch = 64;
 // Translates `plan`. A send end the plan's receives do not prove matched
 // (Plan::unprovenSends; every send end of a plan that was never stamped)
 // is drained by its lane at the end of the launch (DevFifo::drainBy).
-// Errors with a message: ncclInvalidUsage when one task
-// (or one round of a point-to-point group) needs more than one launch holds; ncclInternalError
+// Errors with a message: ncclInvalidUsage when one task (or one round of a
+// point-to-point group) needs more than one launch holds; ncclInternalError
 // when the plan breaks an invariant the kernel relies on (a connector used by
 // two lanes, a piece larger than a slot, steps out of task order).
 // `maxLanes` (at most kMaxLanesPerLaunch): the thread blocks one launch may
