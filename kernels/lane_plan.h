@@ -84,6 +84,13 @@ struct DevLane {
 // LL pieces are staged in shared memory, which bounds their size.
 inline constexpr uint32_t kLLMaxPieceBytes = 4096;
 
+// Payload of one LL piece through a slot of `slotBytes` on the GPU. Plans
+// size their steps in these (PlanBuilder::pieceBytes), the translation cuts
+// lanes into them (devicePieceBytes).
+constexpr uint32_t llPieceBytes(uint32_t slotBytes) {
+  return llPayloadBytes(slotBytes) < kLLMaxPieceBytes ? llPayloadBytes(slotBytes) : kLLMaxPieceBytes;
+}
+
 using LaneStatus = step::LaneStatus;
 using LaneStatusRecord = step::LaneFailure;
 

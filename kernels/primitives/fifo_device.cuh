@@ -110,7 +110,10 @@ __device__ inline void releaseSlot(const DevFifo& f) {
 // the position moves; the lines carry their own flags.
 __device__ inline void advanceLL(const DevFifo& f) { *f.position += 1; }
 
-__device__ __forceinline__ uint32_t llSeq(uint64_t pos) { return static_cast<uint32_t>(pos + 1); }
+// The flag of the lines of piece `pos`: never 0, the value of slot memory no
+// piece has written yet (so a line beyond any earlier piece's end is never
+// taken for data, even when the position passes 2^32).
+__device__ __forceinline__ uint32_t llSeq(uint64_t pos) { return static_cast<uint32_t>(pos % 0xFFFFFFFFull) + 1; }
 
 // Block-wide: writes `bytes` payload bytes from `stage` (shared memory,
 // 4-byte aligned, zero-padded to a multiple of 4) as LL lines.

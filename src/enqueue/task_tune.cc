@@ -18,20 +18,20 @@ TuneKnobs tuneKnobs(const CommConfig& cfg) {
   return k;
 }
 
+bool peersBehindProxy(const std::vector<PeerInfo>& peers, bool shmOff) {
+  std::map<uint64_t, uint64_t> processOfHost;
+  for (const PeerInfo& p : peers) {
+    auto [it, fresh] = processOfHost.emplace(p.hostHash, p.processToken);
+    if (!fresh && shmOff && it->second != p.processToken) return true;
+  }
+  return processOfHost.size() > 1;
+}
+
 namespace {
 
-// Whether, in GPU mode, ranks of one host may connect through the network
-// transport: shm is off and some host holds ranks of several processes
-// (the P2P transport may still take some pairs; LL is given up for all, the
-// same way on every rank, since all see the same peers and knobs).
-bool proxiedWithinHost(const ncclComm* comm) {
-  if (comm == nullptr || commIsHostMode(comm) || !comm->conns || params::shmDisable() == 0) return false;
-  std::map<uint64_t, uint64_t> processOfHost;
-  for (const PeerInfo& p : comm->conns->peers()) {
-    auto [it, fresh] = processOfHost.emplace(p.hostHash, p.processToken);
-    if (!fresh && it->second != p.processToken) return true;
-  }
-  return false;
+bool proxiedPeers(const ncclComm* comm) {
+  if (comm == nullptr || commIsHostMode(comm) || !comm->conns) return false;
+  return peersBehindProxy(comm->conns->peers(), params::shmDisable() != 0);
 }
 
 }  // namespace
@@ -43,7 +43,7 @@ ncclResult_t tuneTask(const Task& task, int nranks, const CommConfig& cfg, const
   in.hostMode = task.comm == nullptr || commIsHostMode(task.comm);
   in.graph = graph;
   in.knobs = tuneKnobs(cfg);
-  in.proxiedWithinHost = proxiedWithinHost(task.comm);
+  in.proxiedPeers = proxiedPeers(task.comm);
   *out = tuneCollective(task.type, taskBytes(task, nranks), in);
   return ncclSuccess;
 }

@@ -46,6 +46,21 @@ uint16_t launchTask(size_t task, LaunchArrays* out) {
   return static_cast<uint16_t>(it - out->tasks.begin());
 }
 
+// Ring, hier and direct-pair steps must fit in half of each FIFO (sched/ring.h:
+// with more, every rank fills its neighbour's FIFO in one step and then waits
+// on it in the next, holding the slot its neighbour waits for). The largest
+// step is in the first round; bytes, or 0 for kinds without the rule.
+uint64_t largestHalfFifoStepBytes(const sched::Segment& s, const int32_t* table, uint64_t elemBytes) {
+  const bool halfFifo = s.kind == sched::SegmentKind::RingAllReduce || s.kind == sched::SegmentKind::RingGather ||
+                        s.kind == sched::SegmentKind::RingScatter || s.kind == sched::SegmentKind::DirectPair ||
+                        s.kind == sched::SegmentKind::Hier;
+  if (!halfFifo) return 0;
+  uint64_t most = 0;
+  const uint64_t steps = std::min(sched::segmentSteps(s), sched::stepsPerRound(s));
+  for (uint64_t i = 0; i < steps; ++i) most = std::max(most, sched::segmentStep(s, table, i).count);
+  return most * elemBytes;
+}
+
 // Builds one launch from the segments of every lane whose task is in
 // `allowed`, starting at each lane's cursor; advances the cursors past them.
 class LaunchBuilder {
@@ -58,12 +73,16 @@ class LaunchBuilder {
     dev::DevLane dl;
     dl.firstSegment = static_cast<uint32_t>(out->segments.size());
     dl.protocol = lane.proto == Proto::LL ? dev::Protocol::LL : dev::Protocol::Simple;
-    uint32_t minSlot = UINT32_MAX;
-    std::vector<int> drains;  // fifos of send ends this lane drains
+    uint32_t minSlot = UINT32_MAX, minSlots = UINT32_MAX;
+    uint64_t largestStep = 0;  // bytes of the largest step that must fit half a FIFO
+    std::vector<int> drains;   // fifos of send ends this lane drains
     for (; *cursor < lane.segments.size() && allowed.count(lane.segments[*cursor].task) != 0; ++*cursor) {
       sched::Segment seg = lane.segments[*cursor];
       if (sched::segmentSteps(seg) == 0) continue;
-      LaneEnds ends{laneId, &drains, &minSlot};
+      const int32_t* planTable = seg.ringTable >= 0 ? plan_.rankTable.data() + seg.ringTable : nullptr;
+      largestStep =
+          std::max(largestStep, largestHalfFifoStepBytes(seg, planTable, typeSize(plan_.tasks[seg.task].dtype)));
+      LaneEnds ends{laneId, &drains, &minSlot, &minSlots};
       bool peerReads = false;
       for (int16_t& c : seg.conn) {
         if (c == sched::kNoConn) continue;
@@ -77,7 +96,8 @@ class LaunchBuilder {
       if (!peerReads) seg.flags = static_cast<uint8_t>(seg.flags & ~sched::kSegDirect);
       if (sched::isWireKind(seg.kind)) {
         CHORUS_CHECK(wireTableIndex(seg, ends, out, &seg.ringTable));
-        CHORUS_CHECK(checkWirePiece(seg, minSlot, laneId));
+        const int32_t* table = seg.ringTable >= 0 ? out->rankTable.data() + seg.ringTable : nullptr;
+        CHORUS_CHECK(checkWirePiece(seg, table, minSlot, laneId));
       } else if (seg.ringTable >= 0) {
         seg.ringTable = ringTableIndex(seg, out);
       }
@@ -91,6 +111,12 @@ class LaunchBuilder {
     if (minSlot != UINT32_MAX && dl.pieceBytes > minSlot)
       return fail(ncclInternalError, "GPU plan: lane %d moves pieces of %u bytes through %u-byte slots", laneId,
                   dl.pieceBytes, minSlot);
+    const uint64_t stepPieces = sched::ceilDiv(largestStep, std::max<uint32_t>(1, dl.pieceBytes));
+    if (minSlots != UINT32_MAX && stepPieces > std::max<uint32_t>(1, minSlots / 2))
+      return fail(ncclInternalError,
+                  "GPU plan: lane %d has steps of %llu pieces of %u bytes, more than half of its %u-slot FIFOs "
+                  "(the ring would deadlock)",
+                  laneId, static_cast<unsigned long long>(stepPieces), dl.pieceBytes, minSlots);
     for (int idx : drains) out->fifos[static_cast<size_t>(idx)].drainBy = static_cast<int8_t>(out->lanes.size());
     out->lanes.push_back(dl);
     return ncclSuccess;
@@ -102,6 +128,7 @@ class LaunchBuilder {
     int laneId;
     std::vector<int>* drains;  // fifos of send ends the lane drains
     uint32_t* minSlot;         // the smallest slot of the lane's connectors
+    uint32_t* minSlots;        // the fewest slots of the lane's connectors
   };
 
   // The launch's fifo index of plan connector `conn`, registered for the lane.
@@ -115,6 +142,7 @@ class LaunchBuilder {
     CHORUS_CHECK(fifoIndex(ref, ends.laneId, out, idx));
     if (ref.send != nullptr && drained(plan_, ref.send)) ends.drains->push_back(*idx);
     *ends.minSlot = std::min(*ends.minSlot, ref.end().slotBytes);
+    *ends.minSlots = std::min(*ends.minSlots, ref.end().nslots);
     return ncclSuccess;
   }
 
@@ -145,15 +173,18 @@ class LaunchBuilder {
     return ncclSuccess;
   }
 
-  // A wire piece travels in one slot whatever it carries (the encoding of
-  // either phase, or a partial in the compute type).
-  ncclResult_t checkWirePiece(const sched::Segment& seg, uint32_t minSlot, int laneId) const {
+  // A wire piece travels in one slot: what the segment moves for its largest
+  // piece (wireSlotBytes) must fit the lane's smallest slot. `table` is the
+  // launch's copy of the segment's rank table; a combine's last n entries
+  // flag the inputs that arrive as partials.
+  ncclResult_t checkWirePiece(const sched::Segment& seg, const int32_t* table, uint32_t minSlot, int laneId) const {
     const Task& t = plan_.tasks[seg.task];
     const uint64_t n = std::min(seg.roundElems, seg.count);
-    const wire::Format f = wireFormat(t);
-    const uint64_t bytes = std::max({wire::encodedBytes(f, wireScatterElemBytes(t), n),
-                                     wire::encodedBytes(f, static_cast<uint32_t>(typeSize(t.dtype)), n),
-                                     uint64_t(wireComputeBytes(t)) * n});
+    const bool combines = seg.kind == sched::SegmentKind::WireOwner || seg.kind == sched::SegmentKind::WireHostSum ||
+                          seg.kind == sched::SegmentKind::WireChain;
+    bool partialIn = false;
+    for (int r = 0; combines && table != nullptr && r < seg.nranks; ++r) partialIn |= table[2 * seg.nranks + r] != 0;
+    const uint64_t bytes = wireSlotBytes(t, seg.kind, partialIn, n);
     if (seg.roundElems == 0 || (minSlot != UINT32_MAX && bytes > minSlot))
       return fail(ncclInternalError, "GPU plan: lane %d moves wire pieces of %llu bytes through %u-byte slots", laneId,
                   static_cast<unsigned long long>(bytes), minSlot);
@@ -358,7 +389,7 @@ ncclResult_t translateP2PInRounds(const Plan& plan, const PositionFor& positionF
 uint32_t devicePieceBytes(Proto proto, size_t lanePieceBytes, uint32_t slotBytes) {
   const uint32_t piece = static_cast<uint32_t>(std::min<size_t>(lanePieceBytes, slotBytes));
   if (proto != Proto::LL) return piece;
-  return std::min({dev::llPayloadBytes(slotBytes), dev::kLLMaxPieceBytes, piece});
+  return std::min(dev::llPieceBytes(slotBytes), piece);
 }
 
 ncclResult_t translatePlan(const Plan& plan, const PositionFor& positionFor, std::vector<LaunchArrays>* out,

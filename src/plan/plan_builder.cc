@@ -5,6 +5,7 @@
 #include "core/comm.h"
 #include "core/registration.h"
 #include "core/result.h"
+#include "kernels/lane_plan.h"
 #include "transport/connection_table.h"
 
 namespace chorus {
@@ -18,6 +19,7 @@ PlanContext planContextOf(ncclComm* comm) {
   c.graph = g != nullptr && g->nranks == c.nranks && g->nchannels() > 0 ? g : nullptr;
   c.registrations = &comm->registrations;
   c.conns = comm->conns.get();
+  c.hostMode = comm->id.hostMode;
   return c;
 }
 
@@ -28,6 +30,11 @@ int PlanBuilder::nranks() const { return ctx_.nranks; }
 
 uint32_t PlanBuilder::slotBytes(Proto p) const {
   return p == Proto::LL ? ctx_.config->llSlotBytes : ctx_.config->slotBytes;
+}
+
+uint32_t PlanBuilder::pieceBytes(Proto p) const {
+  const uint32_t slot = slotBytes(p);
+  return !ctx_.hostMode && p == Proto::LL ? dev::llPieceBytes(slot) : slot;
 }
 
 uint32_t PlanBuilder::nslots() const { return ctx_.config->nslots; }
@@ -54,7 +61,7 @@ Lane& PlanBuilder::lane(ConnClass cls, Proto proto, int channel, int peer, bool 
   if (it != laneIndex_.end()) return plan_->lanes[it->second];
   laneIndex_[key] = plan_->lanes.size();
   plan_->lanes.emplace_back();
-  plan_->lanes.back().pieceBytes = slotBytes(proto);
+  plan_->lanes.back().pieceBytes = pieceBytes(proto);
   plan_->lanes.back().proto = proto;
   return plan_->lanes.back();
 }

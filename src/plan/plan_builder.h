@@ -38,6 +38,9 @@ struct PlanContext {
   const graph::CommGraph* graph = nullptr;  // null: rank-order rings and trees
   RegistrationTable* registrations = nullptr;
   ConnectorSource* conns = nullptr;
+  // Which executor runs the plan: it decides how much of a slot one piece
+  // carries (pieceBytes).
+  bool hostMode = true;
 };
 
 // The context of a communicator.
@@ -69,6 +72,11 @@ class PlanBuilder {
   // ids); returns the index of the first.
   int32_t addTableEntries(const int32_t* entries, int n);
   uint32_t slotBytes(Proto p) const;
+  // Payload of one piece through a slot of protocol p, as the plan's executor
+  // moves it: the whole slot on the host; on the GPU an LL piece carries
+  // dev::llPieceBytes of its slot (half is flags, and it is staged in shared
+  // memory). Steps that must fit half a FIFO are sized in these pieces.
+  uint32_t pieceBytes(Proto p) const;
   uint32_t nslots() const;
   // Whether a send of [p, p + bytes) may go zero-copy: the range is
   // registered with the communicator and NCCL_LOCAL_REGISTER allows it.

@@ -4,11 +4,13 @@
 // without talking.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "enqueue/task.h"
 #include "kernels/common/wire_codec.h"
 #include "sched/chunking.h"
+#include "sched/segment.h"
 
 namespace chorus {
 
@@ -37,6 +39,36 @@ inline uint32_t wireComputeBytes(const Task& t) {
   const bool floatComputed = t.dtype == ncclFloat32 || t.dtype == ncclFloat16 || t.dtype == ncclBfloat16 ||
                              t.dtype == ncclFloat8e4m3 || t.dtype == ncclFloat8e5m2;
   return floatComputed ? 4 : static_cast<uint32_t>(typeSize(t.dtype));
+}
+
+// The most bytes a piece of n elements of a wire segment puts into, or reads
+// from, one slot (docs/wire.md): encodings of the scatter phase (senders, the
+// combines' encoded inputs), of the gather phase (the owner's result,
+// gatherers, relays), partials in the compute type (WirePartial, the chain's
+// output, and a combine's inputs when `partialIn`: some input arrives as a
+// partial), and the host sum's encoding of fp32 values. Plans size pieces so
+// that what a segment moves fits its slots; the GPU translation checks it.
+inline uint64_t wireSlotBytes(const Task& t, sched::SegmentKind kind, bool partialIn, uint64_t n) {
+  const wire::Format f = wireFormat(t);
+  const uint64_t scatter = wire::encodedBytes(f, wireScatterElemBytes(t), n);
+  const uint64_t gather = wire::encodedBytes(f, static_cast<uint32_t>(typeSize(t.dtype)), n);
+  const uint64_t partial = uint64_t(wireComputeBytes(t)) * n;
+  const uint64_t combineIn = std::max(scatter, partialIn ? partial : 0);
+  switch (kind) {
+    case sched::SegmentKind::WireSend:
+      return scatter;
+    case sched::SegmentKind::WirePartial:
+      return partial;
+    case sched::SegmentKind::WireGather:
+    case sched::SegmentKind::WireRelay:
+      return gather;
+    case sched::SegmentKind::WireOwner:
+      return std::max(combineIn, gather);
+    case sched::SegmentKind::WireHostSum:
+      return std::max(combineIn, wire::encodedBytes(f, wireComputeBytes(t), n));
+    default:  // WireChain
+      return std::max(combineIn, partial);
+  }
 }
 
 struct WireGeometry {

@@ -70,7 +70,7 @@ struct MachineModel {
   // network proxy cannot forward it: GPU kernels talking to other hosts use
   // Simple only. (Host mode LL is moved by host threads and works anywhere.)
   bool llAcrossHosts = true;
-  bool proxiedWithinHost = false;  // TuneInputs::proxiedWithinHost: ranks of one host behind a proxy too
+  bool proxiedPeers = false;  // TuneInputs::proxiedPeers: some ranks behind a network proxy
 };
 
 // The model of a communicator: from its graph, or (graph == nullptr) one host

@@ -100,7 +100,7 @@ TuneResult tuneCollective(CollType coll, size_t bytes, const MachineModel& m, co
     algos = isPointToPoint(coll) ? bit(Algo::Direct) : bit(Algo::Ring);
   }
   unsigned protos = isPointToPoint(coll) ? 1u : allowedProtos(cfg.proto);
-  if (!m.llAcrossHosts && (m.nhosts > 1 || m.proxiedWithinHost)) protos &= 1u << static_cast<int>(Proto::Simple);
+  if (!m.llAcrossHosts && (m.nhosts > 1 || m.proxiedPeers)) protos &= 1u << static_cast<int>(Proto::Simple);
   if (protos == 0) protos = 1u << static_cast<int>(Proto::Simple);
   if (algoForced && !isPointToPoint(coll)) r.forced = "NCCL_ALGO";
   if (!cfg.proto.empty() && !isPointToPoint(coll)) r.forced += r.forced.empty() ? "NCCL_PROTO" : ",NCCL_PROTO";
@@ -147,7 +147,7 @@ std::string tuningJson(CollType coll, size_t bytes, const MachineModel& m, const
 MachineModel machineModel(const TuneInputs& in) {
   MachineModel model = machineModel(in.graph, in.nranks, in.hostMode);
   if (!in.hostMode) model.llAcrossHosts = false;
-  model.proxiedWithinHost = in.proxiedWithinHost;
+  model.proxiedPeers = in.proxiedPeers;
   return model;
 }
 

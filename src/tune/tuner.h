@@ -39,10 +39,11 @@ struct TuneInputs {
   bool hostMode = true;                     // the communicator's mode (commIsHostMode)
   const graph::CommGraph* graph = nullptr;  // null: one host, rank order
   TuneKnobs knobs;
-  // GPU mode: ranks of one host may talk through the network transport
-  // (NCCL_SHM_DISABLE with ranks of several processes on a host), whose
-  // proxy cannot forward LL: such communicators use Simple only.
-  bool proxiedWithinHost = false;
+  // GPU mode: some ranks may talk through the network transport, whose proxy
+  // cannot forward LL (ranks on other hosts, even where the graph says one
+  // host; NCCL_SHM_DISABLE with ranks of several processes on a host): such
+  // communicators use Simple only.
+  bool proxiedPeers = false;
 };
 
 struct TuneDecision {

@@ -1,7 +1,9 @@
 // What the GPU translation tests do on each rank: build the plan of its
-// tasks, connect it, and translate it into GPU launches, handing out one
-// position counter per (FIFO control block, sender side) into `positions`
-// (the FifoEndTally's input).
+// tasks as GPU mode builds it (pieces as the kernel moves them:
+// PlanBuilder::pieceBytes) on the rank's host-mode communicator, connect it,
+// and translate it into GPU launches, handing out one position counter per
+// (FIFO control block, sender side) into `positions` (the FifoEndTally's
+// input).
 #pragma once
 
 #include <cstdint>
@@ -19,7 +21,9 @@ namespace chorus::test {
 // False, with the failure recorded on ctx, when a stage fails.
 inline bool translateRankPlan(RankCtx& ctx, Plan& plan, FifoEndTally::Positions* positions,
                               std::vector<gpu::LaunchArrays>* launches, size_t maxLanes = gpu::kMaxLanesPerLaunch) {
-  if (!RANK_OK(ctx, PlanBuilder(ctx.comm, &plan).build())) return false;
+  PlanContext gpuPlan = planContextOf(ctx.comm);
+  gpuPlan.hostMode = false;
+  if (!RANK_OK(ctx, PlanBuilder(gpuPlan, &plan).build())) return false;
   if (!RANK_OK(ctx, ctx.comm->conns->connectAll(waitBoundAfter(10000)))) return false;
   const gpu::PositionFor positionFor = [positions](const FifoEnd& e, bool sender) {
     return &(*positions)[{e.ctl, sender}];

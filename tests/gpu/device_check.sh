@@ -18,7 +18,7 @@
 # Preparing a session (the machine has no GoogleTest and no network): copy
 # this machine's GoogleTest sources into the repository as an ignored folder
 # and name it in the run's carry list:
-#   cp -r /usr/src/googletest .gtest && echo /.gtest/ >> .git/info/exclude
+#   mkdir -p .git/info && cp -r /usr/src/googletest .gtest && echo /.gtest/ >> .git/info/exclude
 #   run(command="tests/gpu/device_check.sh $OUT", carry=[".gtest"], timeout_s=600)
 # With .gtest present, configure gets -DCHORUS_GTEST_SOURCE_DIR=$root/.gtest
 # (used only when no GoogleTest package is installed). If configure fails
@@ -30,32 +30,42 @@
 # failed target only costs the steps that need it) DEVICE_CHECK_BUILD_TIMEOUT_S
 # (330 s); the runs get min(DEVICE_CHECK_BUDGET_S (330 s), time left - 30 s),
 # MPS start and stop included. Every run has its own timeout, none may
-# outlast the budget, and runs that no longer fit are reported SKIPPED
-# (budget). A run that fails or times out does not stop the others.
+# outlast the budget; a run with under 20 s of the budget left is reported
+# SKIPPED (budget), and one whose timeout the budget shortened and that is
+# killed at it SKIPPED (budget: cut off), not TIMEOUT, and it marks nothing
+# as hung. A run that fails or times out does not stop the others.
+# SIGTERM, SIGINT and SIGHUP kill the running step (SIGKILL to what is left
+# of it after 3 s) and end the check with the same finish (the two files in
+# OUT, the records on stdout); only a short foreground command (nvidia-smi,
+# tar, the MPS control: 20 s at most) delays them.
 #
 # Steps, most valuable first: configure and build; a probe of GPU mode
 # (all_reduce_perf -t 2 -b 8 -e 1M -f 4: the collective benchmarks run only when
 # it neither timed out nor failed to print its table); the GPU tests (the
 # cheap kernel cases in one chorus_gpu_tests process with --gtest_filter, the
 # failure-semantics cases (GpuFailure.*: mismatched calls, the stall line) in
-# another, the rest through ctest -L gpu -j4); the device-to-device copy bandwidth
+# another, the rest through ctest -L gpu -j2: the spinning kernels of several
+# CUDA contexts only time-slice without MPS); the device-to-device copy bandwidth
 # (reduce_kernel_perf, the HBM yardstick for bus bandwidths); all_reduce,
 # float, with 8, 2 and 4 ranks on the one GPU (threads of one process: -t N,
-# no MPS needed), -b 8 -e 1G -f 4 -c 1; the wire kernel (all_reduce with
+# no MPS needed), -b 8 -e 1G -f 4 -c 1 (8 B to 512 MiB: the sizes are 8 times
+# powers of 4); the wire kernel (all_reduce with
 # --wire int8, --deterministic 1, --wire bf16 and --wire fp8 on 8 ranks,
-# reduce_scatter with int8 and deterministic on 4, up to 64 MiB, -c 1
+# reduce_scatter with int8 and deterministic on 4, -e 64M: up to 32 MiB, -c 1
 # checking the documented bounds); the 8-byte all-reduce latency on 2
-# ranks with plain launches and with CUDA graph replay (-G); all_reduce,
-# float, of 1 and 4 GiB (-b 1G -e 4G -f 4 -c 1: byte offsets above 2^32)
-# with 2 and then 8 ranks, each skipped when the GPU (or, for the checks'
+# ranks with plain launches and with CUDA graph replay (-G), skipped once
+# all_reduce is marked hung; all_reduce, float, of 1 and 5 GiB on 2 ranks
+# (-b 1G -e 5G -f 5 -c 1: byte offsets above 2^32) and then of 1 and 4 GiB
+# on 8 ranks (-b 1G -e 4G -f 4), each skipped when the GPU (or, for the checks'
 # host copies, the host) lacks the memory, and the 8-rank run also when the
-# 2-rank run failed or timed out; all_gather,
+# 2-rank run did not pass; all_gather,
 # reduce_scatter and sendrecv, float, with 8, 4 and 2 ranks; sendrecv with
 # registered buffers (-R 1, zero-copy) on 2 ranks; half and
-# bfloat16 with 8 ranks up to 256 MiB; the lane kernel's latency
+# bfloat16 with 8 ranks, -e 256M: up to 128 MiB; the lane kernel's latency
 # (lane_kernel_perf); last, when nvidia-cuda-mps-control exists, one
-# 2-process all-reduce (chorusrun) under an MPS daemon of our own, stopped
-# again at the end, and then the same 2-process all-reduce (up to 64 MiB)
+# 2-process all-reduce (chorusrun, up to 128 MiB) under an MPS daemon of our
+# own, stopped again at the end, and then the same 2-process all-reduce (up to
+# 32 MiB), under a second daemon with its own pipe and log folders (mps-<step>/),
 # over the network transport with device-memory slots (GPUDirect RDMA through
 # the test plugin libnccl-net-cuda.so, NCCL_NET_GDR_LEVEL=SYS; it passes when
 # the log says "slots in device (regMr) memory", the plugin saw receives into
@@ -77,9 +87,10 @@
 # Knobs (environment): CHORUS_KERNEL_FILTER (all), DEVICE_CHECK_TOTAL_S (540),
 # DEVICE_CHECK_BUILD_TIMEOUT_S (330), DEVICE_CHECK_BUDGET_S (330),
 # DEVICE_CHECK_PERF_ARGS (extra benchmark flags: "-w 2 -n 10"),
-# DEVICE_CHECK_MAX_BYTES (1G; when smaller, the 1 and 4 GiB all-reduce runs
-# shrink to it and 4 times it), DEVICE_CHECK_RUN_TIMEOUT_S (45: one benchmark
-# of the matrix), DEVICE_CHECK_CUDA_ARCHS (the visible GPU's),
+# DEVICE_CHECK_MAX_BYTES (1G; when smaller, the multi-GiB all-reduce runs
+# shrink to it and 5 (2 ranks) or 4 (8 ranks) times it),
+# DEVICE_CHECK_RUN_TIMEOUT_S (45: one benchmark of the matrix),
+# DEVICE_CHECK_CUDA_ARCHS (the visible GPU's),
 # DEVICE_CHECK_JOBS (ninja -j; ninja's default),
 # DEVICE_CHECK_RECONFIGURE (0), DEVICE_CHECK_MODE (gpu; "host" exercises the
 # benchmark part of this script on a machine without a GPU).
@@ -100,6 +111,9 @@ reconfigure=${DEVICE_CHECK_RECONFIGURE:-0}
 cuda_archs=${DEVICE_CHECK_CUDA_ARCHS:-}
 SECONDS=0
 end_at=$total # the script's own deadline, in $SECONDS
+# The original stdout and stderr, for the signal trap and the finish: a trap
+# runs inside whatever redirection is in effect (a step's log).
+exec 8>&1 9>&2
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 case $build in /*) ;; *) build="$PWD/$build" ;; esac
@@ -126,6 +140,8 @@ finished=0
 finish() {
   [ "$finished" = 1 ] && return 0
   finished=1
+  trap '' TERM INT HUP # a second signal must not cut the finish short
+  exec 1>&8 2>&9
   stop_mps
   local passed failed skipped
   passed=$(grep -c '^PASS ' "$summary")
@@ -136,16 +152,38 @@ finish() {
   # What the caller sees last: the records, not the tables.
   echo
   echo "==== device check summary ($out/summary.txt; logs in $out/logs.tgz) ===="
-  grep -E '^(device check|gpu:|tools:|run budget|interrupted|PASS |FAIL |TIMEOUT |SKIPPED |    failed: |done in )' "$summary"
+  grep -E '^(device check|gpu:|no GPU visible|tools:|run budget|interrupted|collective benchmarks SKIPPED|PASS |FAIL |TIMEOUT |SKIPPED |    failed: |    probe: |done in )' "$summary"
+}
+# on_signal NAME STATUS: the running step (bg's child: a timeout, whose
+# process group holds the step) gets SIGTERM, which timeout passes on; what
+# is left of the group 3 s later gets SIGKILL. Then the normal finish.
+on_signal() {
+  trap '' TERM INT HUP
+  exec 1>&8 2>&9
+  if [ -n "$child" ]; then
+    kill -TERM "$child" 2>/dev/null
+    for _ in $(seq 15); do
+      kill -0 "$child" 2>/dev/null || break
+      sleep 0.2
+    done
+    kill -KILL -- "-$child" "$child" 2>/dev/null
+    wait "$child" 2>/dev/null
+    child=""
+  fi
+  note "interrupted by a signal (SIG$1)"
+  exit "$2"
 }
 trap finish EXIT
-trap 'note "interrupted by a signal"; exit 143' TERM INT
+trap 'on_signal TERM 143' TERM
+trap 'on_signal INT 130' INT
+trap 'on_signal HUP 129' HUP
 
 note "device check $(date -u +%FT%TZ) on $(hostname), build $build, mode $mode"
 gpus=0
 if command -v nvidia-smi >/dev/null 2>&1; then
-  note "gpu: $(nvidia-smi --query-gpu=name,memory.total,driver_version,compute_mode --format=csv,noheader 2>&1 | head -n 4 | tr '\n' ';')"
-  gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+  note "gpu: $(timeout 10 nvidia-smi --query-gpu=name,memory.total,driver_version,compute_mode --format=csv,noheader 2>&1 |
+    head -n 4 | tr '\n' ';')"
+  gpus=$(timeout 10 nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
 else
   note "gpu: nvidia-smi not found"
 fi
@@ -154,6 +192,12 @@ note "tools: $(nproc) cores; $(cmake --version 2>/dev/null | head -n 1); ninja $
 [ "$gpus" -gt 0 ] || note "no GPU visible: GPU steps will report SKIPPED"
 
 # ---- configure ---------------------------------------------------------------
+# cmake_errors LOG: its first errors, each with the 3 lines after it (CMake's
+# message), into the summary.
+cmake_errors() {
+  grep -A3 --no-group-separator -E 'CMake Error|error' "$1" | head -n 16 | cut -c1-200 | sed 's/^/    /' |
+    tee -a "$summary"
+}
 t0=$SECONDS
 configured=0
 gtest_note=""
@@ -166,21 +210,21 @@ else
     -DCHORUS_BUILD_BENCHMARKS=ON -DCHORUS_KERNEL_FILTER="$filter")
   [ -n "$cuda_archs" ] && cfg+=(-DCMAKE_CUDA_ARCHITECTURES="$cuda_archs")
   [ -d "$root/.gtest" ] && cfg+=(-DCHORUS_GTEST_SOURCE_DIR="$root/.gtest")
-  if timeout -k 10 120 cmake "${cfg[@]}" -DCHORUS_BUILD_TESTS=ON >"$work/configure.log" 2>&1; then
+  if bg timeout -k 10 120 cmake "${cfg[@]}" -DCHORUS_BUILD_TESTS=ON >"$work/configure.log" 2>&1; then
     configured=1
     grep -q 'Chorus: GoogleTest not found' "$work/configure.log" && gtest_note="; tests NOT built: GoogleTest not found"
     grep -q 'Chorus: GoogleTest built from' "$work/configure.log" && gtest_note="; GoogleTest built from .gtest"
     archs=$(sed -n 's/^-- Chorus: CUDA architectures \([^ ]*\).*/\1/p' "$work/configure.log" | tail -n 1)
     record PASS configure "$((SECONDS - t0))" "kernel filter $filter, architectures ${archs:-?}, with tests$gtest_note"
   else
-    grep -E 'CMake Error|error' "$work/configure.log" | head -n 10
+    cmake_errors "$work/configure.log"
     record FAIL configure "$((SECONDS - t0))" "see configure.log; again with CHORUS_BUILD_TESTS=OFF"
     t0=$SECONDS
-    if timeout -k 10 120 cmake "${cfg[@]}" -DCHORUS_BUILD_TESTS=OFF >"$work/configure-no-tests.log" 2>&1; then
+    if bg timeout -k 10 120 cmake "${cfg[@]}" -DCHORUS_BUILD_TESTS=OFF >"$work/configure-no-tests.log" 2>&1; then
       configured=1
       record PASS configure-no-tests "$((SECONDS - t0))" "GPU tests will be SKIPPED"
     else
-      grep -E 'CMake Error|error' "$work/configure-no-tests.log" | head -n 10
+      cmake_errors "$work/configure-no-tests.log"
       record FAIL configure-no-tests "$((SECONDS - t0))" "see configure-no-tests.log"
     fi
   fi
@@ -200,7 +244,7 @@ target_file() { # a wanted target's file
 t0=$SECONDS
 if [ "$configured" = 1 ]; then
   # Regenerate first if a CMakeLists changed, so that the target list is current.
-  timeout -k 10 120 ninja -C "$build" build.ninja >"$work/build.log" 2>&1
+  bg timeout -k 10 120 ninja -C "$build" build.ninja >"$work/build.log" 2>&1
   targets=""
   missing=""
   for t in $wanted; do
@@ -212,7 +256,7 @@ if [ "$configured" = 1 ]; then
   [ "$btmo" -lt 10 ] && btmo=10
   brc=0
   # shellcheck disable=SC2086
-  timeout -k 10 "$btmo" ninja -C "$build" -k 0 ${jobs:+-j "$jobs"} $targets >>"$work/build.log" 2>&1 || brc=$?
+  bg timeout -k 10 "$btmo" ninja -C "$build" -k 0 ${jobs:+-j "$jobs"} $targets >>"$work/build.log" 2>&1 || brc=$?
   if [ "$brc" -ne 0 ]; then
     # Which targets are still out of date: their binaries (if any) are stale.
     # (ninja -n on build.ninja itself stops at "Re-running CMake": CMake's
@@ -227,7 +271,9 @@ if [ "$configured" = 1 ]; then
       fi
     done
     rm -f "$build/.device-check.ninja"
-    grep -E '^FAILED:|error:' "$work/build.log" | head -n 20 | cut -c1-200
+    # The first failures (a regeneration's CMake errors with their message).
+    { grep -A3 --no-group-separator 'CMake Error' "$work/build.log" | head -n 8
+      grep -E '^FAILED:|error:' "$work/build.log" | head -n 12; } | cut -c1-200 | sed 's/^/    /' | tee -a "$summary"
     if [ "$brc" -eq 124 ] || [ "$brc" -eq 137 ]; then st=TIMEOUT; else st=FAIL; fi
     record "$st" build "$((SECONDS - t0))" "rc=$brc (limit ${btmo}s); not built:${notbuilt:- none}; see build.log"
   else
@@ -261,14 +307,17 @@ elif have "$bin/all_reduce_perf" mode-probe; then
   if [ "$prc" -ne 124 ] && [ "$prc" -ne 125 ] && grep -qE '^ +[0-9]+ ' "$work/mode-probe.log"; then
     probe_ok=1
   else
-    note "collective benchmarks SKIPPED: all_reduce_perf -t 2 in CHORUS_MODE=$mode timed out or printed no table"
-    grep -m2 -iE "gpu|cuda|fail|error" "$work/mode-probe.log" | cut -c1-200 | sed 's/^/    /'
+    note "collective benchmarks SKIPPED: all_reduce_perf -t 2 in CHORUS_MODE=$mode timed out, was not run or cut off" \
+      "(budget), or printed no table"
+    grep -m2 -iE "gpu|cuda|fail|error" "$work/mode-probe.log" 2>/dev/null | cut -c1-200 | sed 's/^/    probe: /' |
+      tee -a "$summary"
   fi
 fi
 
 # ---- GPU tests: kernels bit-identical to the host loops, the public API in GPU mode
 # The cheap kernel cases (hundreds of short ones) in one process; the rest
-# through ctest, one process per case, 4 at a time, 60 s each at most.
+# through ctest, one process per case, 2 at a time (the spinning kernels of
+# more CUDA contexts would only time-slice: no MPS here), 60 s each at most.
 cheap_filter='AllTypesAndKinds/*:ReduceKernelArgs.*:LaneParamsChecks.*:WireParamsChecks.*'
 cheap_regex='^(AllTypesAndKinds/|ReduceKernelArgs[.]|LaneParamsChecks[.]|WireParamsChecks[.]|GpuFailure[.])'
 if have "$gpu_tests" gpu-kernel-tests; then
@@ -284,7 +333,7 @@ if have "$gpu_tests" gpu-failure-tests; then
     sort -u | head -n 10 | cut -c1-160 | sed 's/^\[  FAILED  \] /    failed: /' | tee -a "$summary"
 fi
 if have "$gpu_tests" gpu-tests; then
-  run gpu-tests 200 ctest ctest --test-dir "$build" -L gpu -E "$cheap_regex" -j4 --output-on-failure
+  run gpu-tests 200 ctest ctest --test-dir "$build" -L gpu -E "$cheap_regex" -j2 --output-on-failure
   # The failures by name (ctest pads names with dots: squeeze them).
   grep -E "\*\*\*Failed|Not Run|\*\*\*Timeout|\*\*\*Exception" "$work/gpu-tests.log" | tr -s '.' | cut -c1-160 |
     head -n 20 | sed 's/^ */    failed: /' | tee -a "$summary"
@@ -306,58 +355,74 @@ to_bytes() { # 256M -> 268435456 (K, M, G: powers of 1024); nothing if not a siz
 half_bytes=256M
 mb=$(to_bytes "$max_bytes")
 [ -n "$mb" ] && [ "$mb" -lt $((256 << 20)) ] && half_bytes=$max_bytes
-# The multi-GiB all-reduce: 1 and 4 GiB, or DEVICE_CHECK_MAX_BYTES and 4
-# times it when that is smaller than 1 GiB (a dry run stays small).
+# The multi-GiB all-reduce: 1 and 5 GiB on 2 ranks (-f 5: the sweep is 1G,
+# 5G; 5 GiB puts byte offsets above 2^32), 1 and 4 GiB on 8 ranks (-f 4); or
+# DEVICE_CHECK_MAX_BYTES and 5 or 4 times it when that is smaller than 1 GiB
+# (a dry run stays small).
 big_b=1G
-big_e=4G
+big2_e=5G
+big8_e=4G
 if [ -n "$mb" ] && [ "$mb" -lt $((1 << 30)) ]; then
   big_b=$max_bytes
-  big_e=$((4 * mb))
-  [ "$mb" -ge $((1 << 20)) ] && big_e="$((big_e >> 20))M"
+  big2_e=$((5 * mb))
+  big8_e=$((4 * mb))
+  if [ $((mb % (1 << 20))) -eq 0 ]; then
+    big2_e="$((big2_e >> 20))M"
+    big8_e="$((big8_e >> 20))M"
+  fi
 fi
-declare -A hung=() # collective -> why its remaining runs are skipped
+declare -A hung=() # collective (or "wire") -> why its remaining runs are skipped
+# is_hung KEY NAME: true (and NAME recorded SKIPPED) when KEY is marked hung.
+is_hung() {
+  [ -n "${hung[$1]:-}" ] || return 1
+  record SKIPPED "$2" 0 "(${hung[$1]})"
+}
+# mark_hung KEY NAME RC: after run NAME returned RC, marks KEY hung when the
+# run timed out or failed with a kernel timeout (a cut by the budget, 125, is
+# no sign of a hang).
+mark_hung() {
+  if [ "$3" -eq 124 ]; then
+    hung[$1]="$2 timed out"
+  elif [ "$3" -eq 1 ] && grep -qE 'made no progress|did not finish' "$work/$2.log"; then
+    hung[$1]="$2: kernel timeout"
+  fi
+}
 # bench COLL T DTYPE MAXBYTES: one run of the matrix.
 bench() {
   local coll=$1 t=$2 dt=$3 e=$4 name="perf-$1-t$2-$3" rc=0
-  if [ -n "${hung[$coll]:-}" ]; then
-    record SKIPPED "$name" 0 "(${hung[$coll]})"
-    return
-  fi
+  is_hung "$coll" "$name" && return
   have "$bin/${coll}_perf" "$name" || return
   # shellcheck disable=SC2086
   run "$name" "$run_timeout" perf "${perf_env[@]}" "$bin/${coll}_perf" -t "$t" -b 8 -e "$e" -f 4 -c 1 -d "$dt" \
     $perf_args || rc=$?
-  if [ "$rc" -eq 124 ]; then
-    hung[$coll]="$name timed out"
-  elif [ "$rc" -eq 1 ] && grep -qE 'made no progress|did not finish' "$work/$name.log"; then
-    hung[$coll]="$name: kernel timeout"
-  fi
+  mark_hung "$coll" "$name" "$rc"
+}
+# latency NAME FLAGS...: the 8-byte all-reduce on 2 ranks, 100 warm-up iterations.
+latency() {
+  local name=$1 rc=0
+  shift
+  is_hung all_reduce "$name" && return
+  run "$name" 40 latency "${perf_env[@]}" "$bin/all_reduce_perf" -t 2 -b 8 -e 8 -w 100 -c 1 "$@" || rc=$?
+  mark_hung all_reduce "$name" "$rc"
 }
 # wire_bench COLL T "FLAGS": COLL of float with the wire flags (--wire F or
-# --deterministic 1), 8 B to 64 MiB (or DEVICE_CHECK_MAX_BYTES when smaller).
-# A hang or kernel timeout skips the remaining wire runs.
+# --deterministic 1), -e 64M: 8 B to 32 MiB (or up to DEVICE_CHECK_MAX_BYTES
+# when smaller). A hang or kernel timeout skips the remaining wire runs.
 wire_bench() {
   local coll=$1 t=$2 flags=$3 e=64M rc=0 name
   name="wire-$1-t$2-$(echo "$3" | sed 's/^--//; s/ /-/')"
   [ -n "$mb" ] && [ "$mb" -lt $((64 << 20)) ] && e=$max_bytes
-  if [ -n "${hung[wire]:-}" ]; then
-    record SKIPPED "$name" 0 "(${hung[wire]})"
-    return
-  fi
+  is_hung wire "$name" && return
   have "$bin/${coll}_perf" "$name" || return
   # shellcheck disable=SC2086
   run "$name" "$run_timeout" perf "${perf_env[@]}" "$bin/${coll}_perf" -t "$t" -b 8 -e "$e" -f 4 -c 1 -d float \
     $flags $perf_args || rc=$?
-  if [ "$rc" -eq 124 ]; then
-    hung[wire]="$name timed out"
-  elif [ "$rc" -eq 1 ] && grep -qE 'made no progress|did not finish' "$work/$name.log"; then
-    hung[wire]="$name: kernel timeout"
-  fi
+  mark_hung wire "$name" "$rc"
 }
 # MiB of free memory: mem_free_mib gpu (device 0, nvidia-smi) or host (MemAvailable).
 mem_free_mib() {
   case $1 in
-    gpu) nvidia-smi --query-gpu=memory.free --format=csv,noheader,nounits -i 0 2>/dev/null | head -n 1 | tr -dc 0-9 ;;
+    gpu) timeout 10 nvidia-smi --query-gpu=memory.free --format=csv,noheader,nounits -i 0 2>/dev/null | head -n 1 | tr -dc 0-9 ;;
     *) awk '/^MemAvailable:/ {print int($2 / 1024)}' /proc/meminfo ;;
   esac
 }
@@ -377,22 +442,21 @@ room_for() {
   fi
   [ -n "$host" ] && [ "$host" -lt "$need" ] && echo "the host has ${host} MiB available, ${need} MiB needed"
 }
-# big_bench T TIMEOUT_S: the multi-GiB all-reduce with T ranks; returns 0 on PASS.
+# big_bench T MAXBYTES FACTOR TIMEOUT_S: the multi-GiB all-reduce with T ranks,
+# -b big_b -e MAXBYTES -f FACTOR; returns 0 on PASS.
 big_bench() {
-  local t=$1 tmo=$2 name="perf-all_reduce-t$1-float-$big_e" why rc=0
-  if [ -n "${hung[all_reduce]:-}" ]; then
-    record SKIPPED "$name" 0 "(${hung[all_reduce]})"
-    return 1
-  fi
+  local t=$1 e=$2 f=$3 tmo=$4 name="perf-all_reduce-t$1-float-$2" why rc=0
+  is_hung all_reduce "$name" && return 1
   have "$bin/all_reduce_perf" "$name" || return 1
-  why=$(room_for "$t" "$(to_bytes "$big_e")")
+  why=$(room_for "$t" "$(to_bytes "$e")")
   if [ -n "$why" ]; then
     record SKIPPED "$name" 0 "(memory: $why)"
     return 1
   fi
   # shellcheck disable=SC2086
-  run "$name" "$tmo" perf "${perf_env[@]}" "$bin/all_reduce_perf" -t "$t" -b "$big_b" -e "$big_e" -f 4 -c 1 -d float \
+  run "$name" "$tmo" perf "${perf_env[@]}" "$bin/all_reduce_perf" -t "$t" -b "$big_b" -e "$e" -f "$f" -c 1 -d float \
     $perf_args || rc=$?
+  mark_hung all_reduce "$name" "$rc"
   return "$rc"
 }
 if [ "$probe_ok" = 1 ]; then
@@ -402,23 +466,28 @@ if [ "$probe_ok" = 1 ]; then
   for w in "--wire int8" "--deterministic 1" "--wire bf16" "--wire fp8"; do wire_bench all_reduce 8 "$w"; done
   for w in "--wire int8" "--deterministic 1"; do wire_bench reduce_scatter 4 "$w"; done
   # Launch latency: 2 ranks, 8 bytes, plain launches and one CUDA graph of
-  # 100 iterations replayed 10 times (the probe showed that 2 ranks work).
-  run latency-t2-launch 40 latency "${perf_env[@]}" "$bin/all_reduce_perf" -t 2 -b 8 -e 8 -n 1000 -w 100 -c 1
-  run latency-t2-graph 40 latency "${perf_env[@]}" "$bin/all_reduce_perf" -t 2 -b 8 -e 8 -n 100 -w 100 -c 1 -G 10
-  # Multi-GiB all-reduce: 2 ranks, then 8 (skipped when 2 did not pass).
-  if big_bench 2 75; then
-    big_bench 8 120
+  # 100 iterations replayed 10 times (the probe showed that 2 ranks work);
+  # skipped once all_reduce is marked hung.
+  latency latency-t2-launch -n 1000
+  latency latency-t2-graph -n 100 -G 10
+  # Multi-GiB all-reduce: 2 ranks up to 5 GiB, then 8 up to 4 GiB (skipped
+  # when 2 did not pass).
+  if big_bench 2 "$big2_e" 5 90; then
+    big_bench 8 "$big8_e" 4 120
   else
-    record SKIPPED "perf-all_reduce-t8-float-$big_e" 0 "(2 ranks did not pass)"
+    record SKIPPED "perf-all_reduce-t8-float-$big8_e" 0 "(2 ranks did not pass)"
   fi
   for t in 8 4 2; do
     for coll in all_gather reduce_scatter sendrecv; do bench "$coll" "$t" float "$max_bytes"; done
   done
   # Zero-copy sends from registered buffers (-R 1; kernels/common/direct_slot.h), 2 ranks.
-  if [ -z "${hung[sendrecv]:-}" ] && have "$bin/sendrecv_perf" perf-sendrecv-t2-float-registered; then
+  name=perf-sendrecv-t2-float-registered
+  if ! is_hung sendrecv "$name" && have "$bin/sendrecv_perf" "$name"; then
+    rc=0
     # shellcheck disable=SC2086
-    run perf-sendrecv-t2-float-registered "$run_timeout" perf "${perf_env[@]}" "$bin/sendrecv_perf" -t 2 -b 8 \
-      -e "$max_bytes" -f 4 -c 1 -d float -R 1 $perf_args || true
+    run "$name" "$run_timeout" perf "${perf_env[@]}" "$bin/sendrecv_perf" -t 2 -b 8 \
+      -e "$max_bytes" -f 4 -c 1 -d float -R 1 $perf_args || rc=$?
+    mark_hung sendrecv "$name" "$rc"
   fi
   for dt in half bfloat16; do
     for coll in all_reduce reduce_scatter all_gather sendrecv; do bench "$coll" 8 "$dt" "$half_bytes"; done
@@ -449,18 +518,23 @@ mps_skip_reason() {
   fi
 }
 # mps_run NAME JUDGE CMD...: one step under an MPS daemon of our own,
-# started before it and stopped after it.
+# started before it and stopped after it, with pipe and log folders of its
+# own (mps-NAME/pipe, mps-NAME/log: a daemon still quitting cannot meet the
+# next one). The daemon's server list (a PASS under MPS lists a server) is
+# appended to NAME.log before the stop.
 mps_run() {
-  local name=$1 judge=$2 t0=$SECONDS
+  local name=$1 judge=$2 t0=$SECONDS mps_log="$work/mps-$1/log"
   shift 2
-  mps_pipe="$work/mps/pipe"
-  mkdir -p "$mps_pipe" "$work/mps/log"
-  if CUDA_MPS_PIPE_DIRECTORY="$mps_pipe" CUDA_MPS_LOG_DIRECTORY="$work/mps/log" \
+  mps_pipe="$work/mps-$name/pipe"
+  mkdir -p "$mps_pipe" "$mps_log"
+  if bg env CUDA_MPS_PIPE_DIRECTORY="$mps_pipe" CUDA_MPS_LOG_DIRECTORY="$mps_log" \
     timeout 20 nvidia-cuda-mps-control -d >"$work/$name-mps-start.log" 2>&1; then
     # Leave 25 s of the budget for stopping the daemon.
     deadline=$((deadline - 25))
-    run "$name" 45 "$judge" env CUDA_MPS_PIPE_DIRECTORY="$mps_pipe" CUDA_MPS_LOG_DIRECTORY="$work/mps/log" "$@"
+    run "$name" 45 "$judge" env CUDA_MPS_PIPE_DIRECTORY="$mps_pipe" CUDA_MPS_LOG_DIRECTORY="$mps_log" "$@"
     deadline=$((deadline + 25))
+    { echo "==== MPS get_server_list"
+      echo get_server_list | CUDA_MPS_PIPE_DIRECTORY="$mps_pipe" timeout 5 nvidia-cuda-mps-control; } >>"$work/$name.log" 2>&1
     stop_mps
   else
     mps_pipe=""

@@ -2,14 +2,17 @@
 # shellcheck disable=SC2154,SC2119,SC2120 # the caller's variables; publish takes an optional "force"
 # Sourced by tests/gpu/device_check.sh: how a step is run, judged and
 # recorded. Uses the caller's work, out, summary, end_at and stale, and its
-# deadline (set before the run phase); defines run, have, record, note,
+# deadline (set before the run phase); defines bg, run, have, record, note,
 # publish and the key_*/ok_* readers of step logs.
 
 # ---- results: the work folder, copied to OUT as it goes ----------------------
 last_pack=-100
 pack_logs() { # logs.tgz, replaced atomically (a call cut short keeps the last one)
-  tar -C "$work" --exclude=./mps/pipe -czf "$out/.logs.tgz.part" . 2>/dev/null &&
-    mv -f "$out/.logs.tgz.part" "$out/logs.tgz"
+  # GNU tar exits 1 when a file changed while it was read (a running step's
+  # log): the archive is still complete. The MPS pipe folders hold sockets.
+  local rc=0
+  tar -C "$work" --exclude='./mps-*/pipe' --warning=no-file-changed -czf "$out/.logs.tgz.part" . 2>/dev/null || rc=$?
+  if [ "$rc" -le 1 ]; then mv -f "$out/.logs.tgz.part" "$out/logs.tgz"; else rm -f "$out/.logs.tgz.part"; fi
   last_pack=$SECONDS
 }
 publish() { # summary now; the logs at most every 20 s unless forced
@@ -100,25 +103,47 @@ all_skipped() {
   [ -n "$total" ] && [ -n "$skipped" ] && [ "$total" -gt 0 ] && [ "$skipped" -eq "$total" ]
 }
 
+# bg CMD...: runs CMD (a timeout command) in the background, stdin from
+# /dev/null, and waits for it, so that a signal's trap runs at once (bash
+# defers traps while a foreground child runs); child is its pid meanwhile,
+# for the trap to kill. CMD does not inherit the caller's fds 8 and 9 (the
+# script's original stdout and stderr).
+child=""
+bg() {
+  local rc=0
+  "$@" </dev/null 8>&- 9>&- &
+  child=$!
+  wait "$child" || rc=$?
+  child=""
+  return "$rc"
+}
+
 # run NAME TIMEOUT_S KIND cmd...: runs cmd (bounded by the timeout and the
 # budget), logs to NAME.log, records PASS/FAIL/TIMEOUT/SKIPPED and the key
 # number; returns 0 (pass or skipped), 1 (fail), 124 (timeout) or 125 (not
-# run: no time left).
+# run or cut off: the budget ran out). With under 20 s of the budget left the
+# run is SKIPPED (budget); a run whose timeout the budget shortened and that
+# is killed at it is SKIPPED (budget: cut off), not TIMEOUT: no sign of a hang.
 deadline=0
 run() {
-  local name=$1 tmo=$2 kind=$3
+  local name=$1 tmo=$2 kind=$3 cut=0
   shift 3
   local left=$((deadline - SECONDS))
-  if [ "$left" -lt 5 ]; then
-    record SKIPPED "$name" 0 "(budget: no time left)"
+  if [ "$left" -lt 20 ]; then
+    record SKIPPED "$name" 0 "(budget: ${left}s left)"
     return 125
   fi
-  if [ "$left" -lt "$tmo" ]; then tmo=$left; fi
+  if [ "$left" -lt "$tmo" ]; then
+    tmo=$left
+    cut=1
+  fi
   local t0=$SECONDS rc=0 status log="$work/$name.log"
-  timeout -k 10 "$tmo" "$@" >"$log" 2>&1 || rc=$?
+  bg timeout -k 10 "$tmo" "$@" >"$log" 2>&1 || rc=$?
   local verdict=ok_any
   case $kind in perf | latency | probe) verdict=ok_perf ;; gdr) verdict=ok_gdr ;; esac
-  if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+  if { [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; } && [ "$cut" = 1 ]; then
+    status=CUT
+  elif [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
     status=TIMEOUT
   elif all_skipped "$rc" "$log" "$kind"; then
     status=SKIPPED
@@ -132,6 +157,10 @@ run() {
   [ -n "$key" ] || key="$(key_none "$log")"
   [ "$status" = TIMEOUT ] && key="(killed after ${tmo}s) $key"
   [ "$status" = FAIL ] && key="rc=$rc $key"
+  if [ "$status" = CUT ]; then
+    record SKIPPED "$name" "$((SECONDS - t0))" "(budget: cut off after ${tmo}s, the time left) $key"
+    return 125
+  fi
   record "$status" "$name" "$((SECONDS - t0))" "$key"
   case $status in PASS | SKIPPED) return 0 ;; TIMEOUT) return 124 ;; *) return 1 ;; esac
 }

@@ -37,6 +37,11 @@ std::string describe(const WireRun& w, int n) {
          " ranks";
 }
 
+// Residuals compared bit for bit (float == would take -0 for +0).
+bool sameBits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
 size_t inputCount(const WireRun& w, int n) { return w.reduceScatter ? w.count * size_t(n) : w.count; }
 
 // Values whose sums depend on the order, with exponents spread enough that
@@ -155,12 +160,13 @@ void expectIdentical(const WireRun& w, int n) {
       if (std::memcmp(&h[i * esz], &d[i * esz], esz) != 0 && differ++ == 0) first = i;
     EXPECT_EQ(differ, 0u) << what << ": rank " << k << ", first difference at " << first << ": host "
                           << loadValue(w.type, h.data(), first) << ", GPU " << loadValue(w.type, d.data(), first);
-    EXPECT_TRUE(host.residual[size_t(k)] == gpu.residual[size_t(k)]) << what << ": rank " << k << "'s residuals differ";
+    EXPECT_TRUE(sameBits(host.residual[size_t(k)], gpu.residual[size_t(k)]))
+        << what << ": rank " << k << "'s residuals differ";
   }
 }
 
-// 3 pieces of a 512 KiB slot and a ragged end, so blocks split among threads
-// and pieces both matter.
+// 3 x 128 Ki floats and a ragged end: several pieces of the wire slots and a
+// partial last block, so blocks split among threads and pieces both matter.
 constexpr size_t kCount = 3 * 131072 + 1000;
 
 class GpuWire : public ::testing::TestWithParam<int> {};  // the rank count
@@ -234,7 +240,7 @@ class DeviceAllReduce {
       CUDA_OK(download(res.data(), deviceResidual(k), bytes_, g_.stream(k)));
       ASSERT_EQ(g_.sync(), "");
       EXPECT_TRUE(out == host_.out[size_t(k)]) << "rank " << k << ": the output " << when << " is not the host's";
-      EXPECT_TRUE(res == host_.residual[size_t(k)]) << "rank " << k << ": the residuals " << when << " differ";
+      EXPECT_TRUE(sameBits(res, host_.residual[size_t(k)])) << "rank " << k << ": the residuals " << when << " differ";
     }
   }
 

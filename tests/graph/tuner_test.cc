@@ -20,6 +20,7 @@
 #include "core/log.h"
 #include "enqueue/task_tune.h"
 #include "graph/graph_test_util.h"
+#include "transport/transport.h"
 
 namespace chorus::graph::test {
 namespace {
@@ -101,9 +102,9 @@ TEST(Tuner, ModeOfTheInputsDecidesLlAcrossHosts) {
   EXPECT_EQ(tuneCollective(CollType::AllReduce, 8, in).proto, Proto::Simple);
 }
 
-// One host, GPU mode: LL wins a tiny AllReduce, unless ranks of the host
-// talk through the network transport (NCCL_SHM_DISABLE with several
-// processes on the host), whose proxy cannot forward LL either.
+// One host, GPU mode: LL wins a tiny AllReduce, unless some ranks talk
+// through the network transport, whose proxy cannot forward LL: see
+// PeersOnOtherHostsOrOtherProcessesWithoutShmAreBehindTheProxy.
 TEST(Tuner, GpuRanksOfOneHostBehindTheProxyUseSimpleOnly) {
   auto t = synthetic(SyntheticShape::NvSwitch, 1, 8);
   const CommGraph g = searchOk(t);
@@ -113,10 +114,32 @@ TEST(Tuner, GpuRanksOfOneHostBehindTheProxyUseSimpleOnly) {
   in.knobs = freeConfig();
   in.hostMode = false;
   ASSERT_EQ(tuneCollective(CollType::AllReduce, 8, in).proto, Proto::LL) << "LL should win on one host";
-  in.proxiedWithinHost = true;
+  in.proxiedPeers = true;
   EXPECT_EQ(tuneCollective(CollType::AllReduce, 8, in).proto, Proto::Simple);
   in.hostMode = true;  // host threads move LL through the proxy
   EXPECT_EQ(machineModel(in).llAcrossHosts, true);
+}
+
+// Which communicators' peers may talk through the network proxy: any on
+// another host (whatever the graph says: CHORUS_GRAPH_FLAT builds it as one
+// host, the transports still go by host hashes), and, with shm off, several
+// processes on one host.
+TEST(Tuner, PeersOnOtherHostsOrOtherProcessesWithoutShmAreBehindTheProxy) {
+  auto peer = [](uint64_t host, uint64_t process) {
+    PeerInfo p;
+    p.hostHash = host;
+    p.processToken = process;
+    return p;
+  };
+  const std::vector<PeerInfo> oneProcess = {peer(7, 1), peer(7, 1), peer(7, 1)};
+  const std::vector<PeerInfo> twoProcesses = {peer(7, 1), peer(7, 2)};
+  const std::vector<PeerInfo> twoHosts = {peer(7, 1), peer(8, 2)};
+  EXPECT_FALSE(peersBehindProxy(oneProcess, false));
+  EXPECT_FALSE(peersBehindProxy(oneProcess, true));
+  EXPECT_FALSE(peersBehindProxy(twoProcesses, false));
+  EXPECT_TRUE(peersBehindProxy(twoProcesses, true));
+  EXPECT_TRUE(peersBehindProxy(twoHosts, false));
+  EXPECT_TRUE(peersBehindProxy(twoHosts, true));
 }
 
 // Point-to-point operations get the Direct algorithm, one channel, Simple.

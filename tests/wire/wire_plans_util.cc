@@ -19,7 +19,7 @@ std::shared_ptr<const graph::CommGraph> hostsGraph(int nranks, int hosts, bool r
 }
 
 Task floatSumTask(size_t count) {
-  static std::vector<float> in(size_t(1) << 16, 1.0f), out(in.size());
+  static std::vector<float> in(size_t(1) << 20, 1.0f), out(in.size());
   EXPECT_LE(count, in.size());
   Task t;
   t.sendbuff = in.data();

@@ -34,19 +34,30 @@ struct WireCall {
   CollType type;
   uint8_t format;  // wire::Format
   int root;
+  ncclDataType_t dtype = ncclFloat32;
 };
 
 const WireCall kCalls[] = {
-    {"Int8AllReduce", CollType::AllReduce, 3, -1}, {"Bf16ReduceScatter", CollType::ReduceScatter, 1, -1},
-    {"DetAllReduce", CollType::AllReduce, 0, -1},  {"DetReduceScatter", CollType::ReduceScatter, 0, -1},
+    {"Int8AllReduce", CollType::AllReduce, 3, -1},
+    {"Bf16ReduceScatter", CollType::ReduceScatter, 1, -1},
+    {"DetAllReduce", CollType::AllReduce, 0, -1},
+    {"DetReduceScatter", CollType::ReduceScatter, 0, -1},
     {"DetReduceToRoot2", CollType::Reduce, 0, 2},
+    {"DetHalfAllReduce", CollType::AllReduce, 0, -1, ncclFloat16},
+    {"Fp8HalfAllReduce", CollType::AllReduce, 2, -1, ncclFloat16},
 };
+
+// Large enough that every shard fills its slots (16 elements per owner and
+// more per slot than any piece size): pieces are as large as plans make them.
+constexpr size_t kCount = size_t(1) << 20;
 
 using Layout = std::tuple<int, int>;  // ranks, hosts
 
 Task wireTask(const WireCall& c, int nranks, float* residual) {
-  Task t = floatSumTask(size_t(1) << 16);
+  Task t = floatSumTask(kCount);
   t.type = c.type;
+  t.dtype = c.dtype;
+  t.spec.type = c.dtype;
   if (c.type == CollType::ReduceScatter) t.count /= size_t(nranks);
   t.root = c.root;
   t.wire.format = c.format;
@@ -125,7 +136,7 @@ TEST_P(WireTranslate, EveryRankTranslatesAndFifosPairUp) {
       nranks,
       [&](RankCtx& ctx) {
         ctx.comm->graph = graph;
-        std::vector<float> residual(size_t(1) << 16, 0.0f);
+        std::vector<float> residual(kCount, 0.0f);
         Plan plan;
         plan.comm = ctx.comm;
         Task t = wireTask(call, nranks, residual.data());
