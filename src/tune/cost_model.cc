@@ -27,6 +27,9 @@ void gpuHopUs(PathType t, double* simple, double* ll) {
     *simple = 2.0, *ll = 0.8;
 }
 
+// GB/s -> bytes per microsecond.
+double perUs(double gbs) { return gbs * 1e3; }
+
 double protoBw(const MachineModel& m, Proto p, double bw) { return p == Proto::LL ? bw * m.llBwFactor : bw; }
 
 double intraBw(const MachineModel& m, int nch) {
@@ -77,21 +80,21 @@ double ringInterHops(const MachineModel& m, double hops) {
 // Direct all-reduce: one exchange (2 ranks) or log2(n) of them (recursive
 // doubling); with G ranks per host placed in rank order the first log2(G)
 // stay inside a host, and in each later one all G ranks of a host cross.
+// Each exchange moves S over the ring's slowest link and reduces S where the
+// ring reduces S/2 per pass: the extra quarter is local work, priced at the
+// rank's own bandwidth (intraBw), not at a NIC's.
 double directUs(const MachineModel& m, Proto p, double S, double fixed, double hop, double bw, int nch) {
   const int n = m.nranks;
   if (!sched::directAllReduceRanks(n)) return -1;
-  if (n == 2) return fixed + hop + 1.25 * S / bw + extraChannelMessagesUs(m, nch, 1);
+  const double exchangeUs = S / bw + 0.25 * S / perUs(protoBw(m, p, intraBw(m, nch)));
+  if (n == 2) return fixed + hop + exchangeUs + extraChannelMessagesUs(m, nch, 1);
   const int rounds = static_cast<int>(std::bit_width(static_cast<unsigned>(n - 1)));  // log2 n
   const int inter =
       std::min(rounds, static_cast<int>(std::bit_width(static_cast<unsigned>(std::max(1, m.nhosts) - 1))));
   const double lat =
       (rounds - inter) * m.intraHopUs[static_cast<int>(p)] + inter * hierInterHopUs(m, p, m.ranksPerHost);
-  return fixed + lat + rounds * 1.25 * S / bw +
-         extraChannelMessagesUs(m, nch, inter * messagesPerNic(m, m.ranksPerHost));
+  return fixed + lat + rounds * exchangeUs + extraChannelMessagesUs(m, nch, inter * messagesPerNic(m, m.ranksPerHost));
 }
-
-// GB/s -> bytes per microsecond.
-double perUs(double gbs) { return gbs * 1e3; }
 
 }  // namespace
 

@@ -23,10 +23,12 @@
 //                    takes a NIC (or in host mode the kernel's network
 //                    stack) netMessageUs, so an inter hop of hier costs
 //                    (ceil(G / NICs) - 1) x netMessageUs more.
-//   AllReduce direct 1 hop (2 ranks)      1.25 S / bw(ring)   (each rank reduces all of S)
+//   AllReduce direct 1 hop (2 ranks)      S / bw(ring) + 0.25 S / bw(intra)
+//                    (each rank reduces all of S, the ring S/2 per pass: the
+//                    extra is the rank's own work, at its own bandwidth)
 //                    recursive doubling (power-of-two n > 2, host mode):
 //                    log2 n exchanges, log2 H of them inter-host (priced as
-//                    hier's), log2 n x 1.25 S / bw(ring)
+//                    hier's), each S / bw(ring) + 0.25 S / bw(intra)
 //   Across hosts every channel beyond the first cuts each message that leaves
 //   a host into one more: + (channels - 1) x netMessageUs for each message
 //   the critical path sends through one NIC in turn (ring: the hops that

@@ -212,6 +212,34 @@ TEST(Tuner, ChannelsAcrossHostsPayForTheirMessages) {
   EXPECT_EQ(big.nchannels, 2) << algoName(big.algo);
 }
 
+// Host-mode ranks on 2 hosts x 1 over a 10 Gb/s NIC: both the direct
+// exchange and the 2-rank ring send S per rank through the NIC; direct saves
+// a hop and reduces S/2 more on the rank's own CPU. That reduction costs the
+// rank's copy rate, not the NIC's, so direct wins up to 64 KiB (measured on
+// loopback: 15 us against the ring's 21-28 at 32 KiB) and the ring takes over
+// where the extra reduction outweighs a hop.
+TEST(Tuner, TwoRanksAcrossHostsReduceAtTheirOwnRateNotTheNics) {
+  SyntheticSpec spec;
+  spec.shape = SyntheticShape::Host;
+  spec.hosts = 2;
+  spec.perHost = 1;
+  spec.nics = 1;
+  spec.netBwGBs = 1.25;
+  spec.netLatencyUs = 5.0;
+  const CommGraph g = searchOk(syntheticCommTopology(spec));
+  const MachineModel m = machineModel(&g, g.nranks, true);
+  ASSERT_EQ(m.nhosts, 2);
+  for (size_t bytes : {size_t(8) << 10, size_t(32) << 10, size_t(64) << 10})
+    EXPECT_EQ(decide(CollType::AllReduce, bytes, m, freeConfig(2)).algo, Algo::Direct) << bytes;
+  EXPECT_EQ(decide(CollType::AllReduce, size_t(1) << 20, m, freeConfig(2)).algo, Algo::Ring);
+  // Direct's price over the ring's: one hop less, the extra S/4 reduced at the
+  // rank's copy rate (one channel: channelBwGBs).
+  const double S = 32 << 10;
+  const double ring = estimateUs(Algo::Ring, Proto::Simple, CollType::AllReduce, 32 << 10, 1, m);
+  const double direct = estimateUs(Algo::Direct, Proto::Simple, CollType::AllReduce, 32 << 10, 1, m);
+  EXPECT_NEAR(direct - ring, 0.25 * S / (m.channelBwGBs * 1e3) - m.interHopUs[static_cast<int>(Proto::Simple)], 1e-6);
+}
+
 TEST(Tuner, HierIsACandidateAcrossHosts) {
   const MachineModel m = gpuCluster(8);
   TuneResult r = tuneCollective(CollType::AllReduce, 1 << 20, m, freeConfig());
