@@ -160,9 +160,14 @@ CHORUS_EXPORT_ALIAS(ncclMemFree)
 // GPU-mode communicators register device memory only (what their kernels read).
 static ncclResult_t checkRegistrable(const ncclComm* comm, const void* buff, const char* fn) {
   int device = -1;
-  if (comm->id.hostMode || gpu::devicePointer(buff, &device)) return ncclSuccess;
-  return fail(ncclInvalidArgument, "%s: %p is not device memory; a GPU-mode communicator registers device buffers", fn,
-              buff);
+  if (comm->id.hostMode) return ncclSuccess;
+  if (!gpu::devicePointer(buff, &device))
+    return fail(ncclInvalidArgument, "%s: %p is not device memory; a GPU-mode communicator registers device buffers",
+                fn, buff);
+  if (device >= 0 && device != comm->id.cudaDev)
+    return fail(ncclInvalidArgument, "%s: %p is memory of GPU %d; the communicator's GPU is %d", fn, buff, device,
+                comm->id.cudaDev);
+  return ncclSuccess;
 }
 
 CHORUS_EXPORT ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t size, void** handle) try {

@@ -76,7 +76,10 @@ ncclResult_t exchangePeers(ncclComm* comm, const WaitBound& bound) {
   mine.processToken = processToken();
   mine.cudaDev = comm->id.cudaDev;
   mine.hostMode = comm->id.hostMode ? 1 : 0;
-  if (!comm->id.hostMode) snprintf(mine.busId, sizeof(mine.busId), "%s", gpu::pciBusId(comm->id.cudaDev).c_str());
+  if (!comm->id.hostMode) {
+    snprintf(mine.busId, sizeof(mine.busId), "%s", gpu::pciBusId(comm->id.cudaDev).c_str());
+    mine.visibleGpus = gpu::visibleGpusHash();
+  }
   // The topology record rides on the same all-gather: no extra round.
   struct InitRecord {
     PeerInfo peer;
@@ -172,9 +175,7 @@ ncclResult_t initMembers(ncclComm* comm, MemberSpec spec) {
 // split/shrink child (parent != null) inherits the parent's config defaults,
 // mode and device; a new communicator resolves the mode and takes the
 // calling thread's current device (GPU mode), like NCCL.
-ncclResult_t newComm(int rank, int nranks, const ncclConfig_t* cfg, const ncclComm* parent, ncclComm** out) {
-  CommConfig config;
-  CHORUS_CHECK(resolveCommConfig(cfg, parent ? &parent->config : nullptr, &config));
+ncclResult_t newComm(int rank, int nranks, const CommConfig& config, const ncclComm* parent, ncclComm** out) {
   ModeChoice mode;
   CHORUS_CHECK(chooseMode(parent, &mode));
   auto* comm = new ncclComm();
@@ -229,8 +230,10 @@ void commDiscard(ncclComm* comm) {
 
 ncclResult_t commInitRank(ncclComm_t* out, int nranks, const ncclUniqueId& id, int rank, const ncclConfig_t* cfg,
                           const DeferRendezvous& defer) {
+  CommConfig config;
+  CHORUS_CHECK(resolveCommConfig(cfg, nullptr, &config));
   ncclComm* comm = nullptr;
-  CHORUS_CHECK(newComm(rank, nranks, cfg, nullptr, &comm));
+  CHORUS_CHECK(newComm(rank, nranks, config, nullptr, &comm));
   MemberSpec spec;
   spec.fromId = true;
   spec.id = id;
@@ -239,8 +242,12 @@ ncclResult_t commInitRank(ncclComm_t* out, int nranks, const ncclUniqueId& id, i
   return launchInit(comm, spec, defer, out);
 }
 
-ncclResult_t commSplit(ncclComm* parent, int color, int key, ncclComm_t* out, const ncclConfig_t* cfg,
-                       const DeferRendezvous& defer) {
+namespace {
+
+// The split itself: the membership exchange over the parent (every rank of
+// it takes part), then the child's init. `defer` is only the init's.
+ncclResult_t splitNow(ncclComm* parent, int color, int key, ncclComm_t* out, const CommConfig& config,
+                      const DeferRendezvous& defer) {
   struct Entry {
     int color, key, rank;
   };
@@ -265,13 +272,28 @@ ncclResult_t commSplit(ncclComm* parent, int color, int key, ncclComm_t* out, co
   std::vector<int> order;
   for (const Entry& e : members) order.push_back(e.rank);
   ncclComm* comm = nullptr;
-  CHORUS_CHECK(newComm(newRank, static_cast<int>(members.size()), cfg, parent, &comm));
+  CHORUS_CHECK(newComm(newRank, static_cast<int>(members.size()), config, parent, &comm));
   comm->bootstrap = parent->bootstrap->child(
       parent->bootstrap->prefix() + "s" + std::to_string(child) + "." + std::to_string(color) + "/", order);
   MemberSpec spec;
   spec.rank = newRank;
   spec.nranks = static_cast<int>(members.size());
   return launchInit(comm, spec, defer, out);
+}
+
+}  // namespace
+
+ncclResult_t commSplit(ncclComm* parent, int color, int key, ncclComm_t* out, const ncclConfig_t* cfg,
+                       const DeferRendezvous& defer) {
+  CommConfig config;
+  CHORUS_CHECK(resolveCommConfig(cfg, &parent->config, &config));
+  if (!defer) return splitNow(parent, color, key, out, config, defer);
+  // Inside a group the membership exchange waits for every rank of the
+  // parent, and one thread may drive several of them (a process with one GPU
+  // per rank splits all its communicators in one group): the whole split
+  // runs at the group's end, each on its own thread, and *out is set there.
+  *out = nullptr;
+  return defer([parent, color, key, out, config] { return splitNow(parent, color, key, out, config, {}); });
 }
 
 ncclResult_t commShrink(ncclComm* parent, const int* exclude, int nexclude, ncclComm_t* out, const ncclConfig_t* cfg,
@@ -304,8 +326,10 @@ ncclResult_t commShrink(ncclComm* parent, const int* exclude, int nexclude, nccl
     std::lock_guard<std::mutex> lock(parent->opMutex);
     child = parent->childCount++;
   }
+  CommConfig config;
+  CHORUS_CHECK(resolveCommConfig(cfg, &parent->config, &config));
   ncclComm* comm = nullptr;
-  CHORUS_CHECK(newComm(newRank, newN, cfg, parent, &comm));
+  CHORUS_CHECK(newComm(newRank, newN, config, parent, &comm));
   comm->bootstrap =
       parent->bootstrap->child(parent->bootstrap->prefix() + "k" + std::to_string(child) + "/", survivors);
   MemberSpec spec;

@@ -9,9 +9,9 @@
 namespace chorus {
 namespace {
 
-// A GPU-mode kernel dereferences the buffers it is given: a host pointer
-// would fault the whole CUDA context. Checked once per plan (plans are
-// cached per buffer), not per call.
+// A GPU-mode kernel dereferences the buffers it is given: a host pointer, or
+// memory of another GPU (no peer mapping), would fault the whole CUDA
+// context. Checked once per plan (plans are cached per buffer), not per call.
 ncclResult_t checkReachable(const ncclComm* comm, const void* buf, size_t bytes, const char* what, const Task& t) {
   if (buf == nullptr || bytes == 0) return ncclSuccess;
   int device = -1;
@@ -20,6 +20,9 @@ ncclResult_t checkReachable(const ncclComm* comm, const void* buf, size_t bytes,
                 "rank %d: %s %s=%p is not device memory; GPU-mode communicators take cudaMalloc/ncclMemAlloc (or "
                 "mapped pinned) buffers (CHORUS_MODE=host runs on host buffers)",
                 comm->id.rank, collName(t.type), what, buf);
+  if (device >= 0 && device != comm->id.cudaDev)
+    return fail(ncclInvalidArgument, "rank %d: %s %s=%p is memory of GPU %d; the communicator's GPU is %d",
+                comm->id.rank, collName(t.type), what, buf, device, comm->id.cudaDev);
   return ncclSuccess;
 }
 

@@ -43,7 +43,12 @@ ncclResult_t selectDevice(int device);
 // of this process with that bus id (-1 when not visible here).
 std::string pciBusId(int device);
 int deviceWithBusId(const char* busId);
-// The device `ptr` belongs to; false for host (or unknown) memory.
+// A hash of the sorted bus ids of every GPU this process sees (PeerInfo::visibleGpus).
+uint64_t visibleGpusHash();
+// Whether a kernel may use `ptr` as it is: device memory (*device: its GPU),
+// managed memory, or pinned host memory mapped at the same address (*device
+// -1: reachable from any GPU). False for pageable or unknown memory, and for
+// pinned memory whose device address differs from `ptr`.
 bool devicePointer(const void* ptr, int* device);
 
 // Device memory for ncclMemAlloc/ncclMemFree (on the current device).
@@ -85,6 +90,9 @@ ncclResult_t commSetup(ncclComm* comm);
 void commTeardown(ncclComm* comm, bool abort);
 // Waits, bounded by the communicator's timeout, until the kernels it launched
 // have finished (ncclCommFinalize); an error if they did not or one failed.
+// The caller holds the opMutex, so the watchdog cannot look at the network
+// links meanwhile: the wait does, and a peer that is gone (commPeerGone)
+// stops the kernels as the watchdog would.
 ncclResult_t commDrain(ncclComm* comm);
 // ncclSuccess, or the error one of the communicator's kernels reported
 // (aborted, timed out, protocol violation); the error is also recorded on the
@@ -92,6 +100,10 @@ ncclResult_t commDrain(ncclComm* comm);
 ncclResult_t commPollError(ncclComm* comm);
 // Sets the device-visible abort flag: running kernels stop within microseconds.
 void commSignalAbort(ncclComm* comm);
+// A peer is gone (`why` names it) while the communicator's kernels run:
+// warns, records ncclRemoteError on the communicator and stops the kernels.
+// Returns the message recorded.
+std::string commStopForGonePeer(ncclComm* comm, const std::string& why);
 
 // Leaves the mismatch `r` on every connector end of the communicator that
 // holds no verdict yet (ends may be device memory: written with copies), so

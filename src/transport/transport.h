@@ -31,6 +31,10 @@ struct PeerInfo {
   int cudaDev = -1;           // in this rank's own device numbering (CUDA_VISIBLE_DEVICES may differ between processes)
   int hostMode = 1;
   char busId[16] = {};  // GPU mode: the PCI bus id of the rank's GPU ("0000:3b:00.0"), comparable across processes
+  // GPU mode: a hash of the bus ids of every GPU the rank's process sees
+  // (CUDA_VISIBLE_DEVICES). Each rank of a pair picks its transport alone,
+  // so a choice that depends on what a process sees must agree on both.
+  uint64_t visibleGpus = 0;
 };
 
 // Whether two ranks of the same host use the same GPU (by PCI bus id when

@@ -54,8 +54,7 @@ void checkRankCount(RankCtx& ctx, ncclComm_t comm, int wantRank, int wantCount, 
   RANK_OK(ctx, ncclCommUserRank(comm, &rank));
   RANK_OK(ctx, ncclCommCount(comm, &count));
   if (rank != wantRank || count != wantCount)
-    ctx.fail("rank %d: %s child is rank %d of %d, expected %d of %d", ctx.rank, what, rank, count, wantRank,
-             wantCount);
+    ctx.fail("rank %d: %s child is rank %d of %d, expected %d of %d", ctx.rank, what, rank, count, wantRank, wantCount);
 }
 
 // Color = rank % 3 (the last rank opts out); key = -rank reverses the order.
@@ -102,6 +101,43 @@ TEST(CommSplit, SplitOfASplit) {
     exerciseComm(ctx, half);
     RANK_OK(ctx, ncclCommDestroy(half));
   });
+}
+
+// One thread drives every rank (ncclCommInitAll, as a process with one GPU
+// per rank does) and splits them all in one group: each split's membership
+// exchange needs every rank of the parent, so it must wait for the group's
+// end, not block the first call. Run in a child process that is killed and
+// reported if it hangs.
+void splitAllInOneGroup(RankCtx& ctx) {
+  constexpr int n = 4;
+  std::vector<ncclComm_t> comms(n, nullptr), kids(n, nullptr);
+  if (!RANK_OK(ctx, ncclCommInitAll(comms.data(), n, nullptr))) return;
+  RANK_OK(ctx, ncclGroupStart());
+  for (int i = 0; i < n; ++i) RANK_OK(ctx, ncclCommSplit(comms[i], i % 2, -i, &kids[i], nullptr));
+  if (!RANK_OK(ctx, ncclGroupEnd())) return;
+  for (int i = 0; i < n; ++i) {
+    if (kids[i] == nullptr) return ctx.fail("rank %d: no child after the group", i);
+    // Key -rank: the higher parent rank comes first in each color.
+    checkRankCount(ctx, kids[i], i < 2 ? 1 : 0, 2, "split");
+  }
+  // The children work: an all-reduce of each rank's parent rank, as one group.
+  std::vector<float> values(n);
+  for (int i = 0; i < n; ++i) values[i] = float(i);
+  RANK_OK(ctx, ncclGroupStart());
+  for (int i = 0; i < n; ++i)
+    RANK_OK(ctx, ncclAllReduce(&values[i], &values[i], 1, ncclFloat32, ncclSum, kids[i], nullptr));
+  if (!RANK_OK(ctx, ncclGroupEnd())) return;
+  for (int i = 0; i < n; ++i)
+    if (values[i] != (i % 2 ? 4.0f : 2.0f)) ctx.fail("rank %d: child all-reduce gave %g", i, double(values[i]));
+  for (int i = 0; i < n; ++i) RANK_OK(ctx, ncclCommDestroy(kids[i]));
+  for (int i = 0; i < n; ++i) RANK_OK(ctx, ncclCommDestroy(comms[i]));
+}
+
+TEST(CommSplit, OneThreadSplitsAllItsRanksInOneGroup) {
+  RunOptions opts;
+  opts.initComms = false;
+  opts.timeoutMs = 30000;
+  runProcesses(1, splitAllInOneGroup, opts);
 }
 
 // Ranks in `excluded` skip the call; the rest build the child.

@@ -157,6 +157,15 @@ TEST(P2pDecision, CandidatesAreGpuRanksOfOneHost) {
   host.hostMode = 1;
   EXPECT_FALSE(p2p::p2pCandidates(gpuPeer(0, 1, 1, 0), host));
   EXPECT_FALSE(p2p::p2pCandidates(host, gpuPeer(0, 1, 1, 0)));
+  // Processes that see different GPUs (CUDA_VISIBLE_DEVICES) never pair by
+  // P2P: one could see the other's GPU and the other not, and each decides alone.
+  PeerInfo seesMore = gpuPeer(1, 1, 2, 1);
+  seesMore.visibleGpus = 42;
+  EXPECT_FALSE(p2p::p2pCandidates(gpuPeer(0, 1, 1, 0), seesMore));
+  EXPECT_FALSE(p2p::p2pCandidates(seesMore, gpuPeer(0, 1, 1, 0)));
+  PeerInfo sameProcess = gpuPeer(1, 1, 1, 1);
+  sameProcess.visibleGpus = 42;  // one process sees one set: never differs in practice, and never matters
+  EXPECT_TRUE(p2p::p2pCandidates(gpuPeer(0, 1, 1, 0), sameProcess));
 }
 
 TEST(P2pPath, PciTreeClasses) {

@@ -102,8 +102,11 @@ bool p2pAllowed(const P2pSettings& settings, const P2pPairFacts& facts, std::str
 }
 
 bool p2pCandidates(const PeerInfo& self, const PeerInfo& peer) {
+  // Processes that see different GPUs could decide differently (one sees the
+  // other's GPU, the other does not): they stage through host memory, both.
+  const bool sameView = self.processToken == peer.processToken || self.visibleGpus == peer.visibleGpus;
   return self.hostMode == 0 && peer.hostMode == 0 && self.hostHash == peer.hostHash && self.cudaDev >= 0 &&
-         peer.cudaDev >= 0;
+         peer.cudaDev >= 0 && sameView;
 }
 
 PathType pciPathClass(const std::string& sysPathA, const std::string& sysPathB, int numaA, int numaB) {

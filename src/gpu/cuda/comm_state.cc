@@ -11,6 +11,7 @@
 
 #include "core/comm.h"
 #include "core/log.h"
+#include "core/peer_watch.h"
 #include "core/wait_limit.h"
 #include "gpu/cuda/cuda_util.h"
 #include "gpu/cuda/gpu_watchdog.h"
@@ -67,7 +68,11 @@ ncclResult_t preloadOnce(int device) {
 ncclResult_t allocMapped(size_t bytes, void** host, void** device) {
   CHORUS_CUDA_CHECK(cudaHostAlloc(host, bytes, cudaHostAllocMapped | cudaHostAllocPortable));
   std::memset(*host, 0, bytes);
-  CHORUS_CUDA_CHECK(cudaHostGetDevicePointer(device, *host, 0));
+  if (const cudaError_t err = cudaHostGetDevicePointer(device, *host, 0); err != cudaSuccess) {
+    (void)cudaFreeHost(*host);  // not yet held by the CommState that frees the others
+    *host = nullptr;
+    return cudaFailure(err, "cudaHostGetDevicePointer", __FILE__, __LINE__);
+  }
   return ncclSuccess;
 }
 
@@ -89,8 +94,13 @@ void sizeLaunches(ncclComm* comm, CommState* st, int sms) {
 
 void CommStateDeleter::operator()(CommState* state) const { delete state; }
 
-PositionPool::~PositionPool() {
+PositionPool::~PositionPool() { release(); }
+
+void PositionPool::release() {
   for (uint64_t* b : blocks_) (void)cudaFree(b);
+  blocks_.clear();
+  counters_.clear();
+  usedInBlock_ = kBlock;
 }
 
 uint64_t* PositionPool::counterFor(const FifoControl* fifo, bool sender) {
@@ -122,6 +132,7 @@ bool markerFinished(void* marker) {
 
 CommState::~CommState() {
   DeviceScope scope(device);
+  positions.release();  // inside the scope: members are destroyed after it ends
   for (void* m : recentCalls.markers()) (void)cudaEventDestroy(static_cast<cudaEvent_t>(m));
   for (cudaEvent_t e : spareMarkers) (void)cudaEventDestroy(e);
   for (auto& [stream, event] : inFlight) (void)cudaEventDestroy(event);
@@ -132,6 +143,12 @@ CommState::~CommState() {
 }
 
 bool CommState::busy() {
+  // Called from user threads (finalize, destroy) and the proxy (deferred
+  // releases): an event query must not break another thread's global-mode
+  // capture (torch.cuda.graph's default), nor make a context on another GPU
+  // in a thread that never chose one (a non-blocking finalize's).
+  DeviceScope scope(device);
+  RelaxedCaptureScope relaxed;
   std::lock_guard<std::mutex> lock(launchMutex);
   for (auto& [stream, event] : inFlight) {
     if (cudaEventQuery(event) != cudaErrorNotReady) continue;
@@ -226,11 +243,37 @@ void commTeardown(ncclComm* comm, bool abort) {
   releaseWhenIdle(device, [state]() mutable { state.reset(); });
 }
 
+std::string commStopForGonePeer(ncclComm* comm, const std::string& why) {
+  const std::string msg =
+      "rank " + std::to_string(comm->id.rank) + ": " + why + " while GPU kernels of the communicator ran";
+  CHORUS_WARN(kLogColl, "%s; stopping them", msg.c_str());
+  commSetError(comm, ncclRemoteError, msg);
+  commSignalAbort(comm);
+  return msg;
+}
+
 ncclResult_t commDrain(ncclComm* comm) {
   if (!comm->gpu) return ncclSuccess;
   const int64_t bound = kernelWaitMs(comm);
-  const bool idle = comm->gpu->waitIdle(bound);
+  const auto start = std::chrono::steady_clock::now();
+  auto nextLook = start;
+  bool idle = true;
+  std::string stopped;  // the message, once a gone peer stopped the kernels
+  while (comm->gpu->busy()) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - start >= std::chrono::milliseconds(bound)) {
+      idle = false;
+      break;
+    }
+    if (stopped.empty() && now >= nextLook) {
+      std::string why;
+      if (commPeerGone(comm, &why)) stopped = commStopForGonePeer(comm, why);
+      nextLook = now + std::chrono::milliseconds(50);
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
   CHORUS_CHECK(commPollError(comm));
+  if (!stopped.empty()) return fail(ncclRemoteError, "%s", stopped.c_str());
   if (!idle)
     return fail(ncclRemoteError, "rank %d: the communicator's GPU kernels did not finish within %lld ms", comm->id.rank,
                 static_cast<long long>(bound));

@@ -40,6 +40,8 @@ class PositionPool {
   ~PositionPool();
   // The counter of one connector end (created zeroed on first request); null on failure.
   uint64_t* counterFor(const FifoControl* fifo, bool sender);
+  // Frees every counter (on the current device: the caller's scope).
+  void release();
 
  private:
   static constexpr size_t kBlock = 1024;
@@ -61,7 +63,10 @@ struct CommState {
   dev::LaneWaits* waitsDevice = nullptr;
   PositionPool positions;
   std::mutex launchMutex;  // guards inFlight, last and lastStream
-  std::map<cudaStream_t, cudaEvent_t> inFlight;
+  // By stream id (cudaStreamGetId), not handle: cudaStreamPerThread names
+  // another stream in every thread, and a destroyed stream's handle may come
+  // back for a new one.
+  std::map<unsigned long long, cudaEvent_t> inFlight;
   // The communicator's most recent launch: a launch on another stream waits
   // for it, so two of its kernels never run at once on the same connectors
   // (NCCL orders a communicator's work the same way). Captured launches wait
@@ -69,7 +74,7 @@ struct CommState {
   // launches are ordered too; once a graph holds such a node (`captured`),
   // every eager launch waits for it, whatever its stream.
   cudaEvent_t last = nullptr;
-  cudaStream_t lastStream = nullptr;
+  unsigned long long lastStream = 0;  // its id
   bool launchedBefore = false;
   bool captured = false;
   std::atomic<bool> errorReported{false};

@@ -22,6 +22,14 @@ ncclResult_t cudaFailure(cudaError_t err, const char* what, const char* file, in
   } while (0)
 
 // Makes `device` current for the scope; restores the previous one after.
+// A driver API function by name, through the runtime (no link against
+// libcuda); null when the driver lacks it.
+void* driverEntryPoint(const char* name);
+template <class Fn>
+Fn driverCall(const char* name) {
+  return reinterpret_cast<Fn>(driverEntryPoint(name));
+}
+
 class DeviceScope {
  public:
   explicit DeviceScope(int device);
@@ -33,6 +41,11 @@ class DeviceScope {
 
  private:
   int previous_ = -1;
+  // The thread had a current context: the scope's end restores its device.
+  // A thread that never chose one (a library thread, a user thread that only
+  // destroys a communicator) stays on `device`: restoring "device 0", what
+  // cudaGetDevice says there, would create a context on GPU 0.
+  bool restore_ = true;
   cudaError_t status_ = cudaSuccess;
 };
 

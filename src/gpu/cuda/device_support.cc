@@ -1,8 +1,11 @@
 // Device discovery, device memory and host-memory mapping (CUDA builds).
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "core/host_identity.h"
 #include "core/log.h"
 #include "gpu/cuda/cuda_util.h"
 #include "gpu/gpu_runtime.h"
@@ -45,6 +48,20 @@ std::string pciBusId(int device) {
   return buf;
 }
 
+uint64_t visibleGpusHash() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  std::vector<std::string> ids;
+  for (int d = 0; d < n; ++d) ids.push_back(pciBusId(d));
+  std::sort(ids.begin(), ids.end());
+  std::string all;
+  for (const std::string& id : ids) all += id + ";";
+  return hashBytes(all.data(), all.size());
+}
+
 int deviceWithBusId(const char* busId) {
   int device = -1;
   if (busId == nullptr || busId[0] == '\0' || cudaDeviceGetByPCIBusId(&device, busId) != cudaSuccess) {
@@ -63,12 +80,12 @@ bool devicePointer(const void* ptr, int* device) {
   }
   switch (attr.type) {
     case cudaMemoryTypeDevice:
-    case cudaMemoryTypeManaged:
       *device = attr.device;
       return true;
-    case cudaMemoryTypeHost:  // pinned host memory: kernels reach it when it is mapped
-      *device = attr.device;
-      return attr.devicePointer != nullptr;
+    case cudaMemoryTypeManaged:
+      return true;
+    case cudaMemoryTypeHost:  // pinned host memory: kernels reach it when it is mapped at the same address
+      return attr.devicePointer == ptr;
     default:
       return false;
   }

@@ -16,23 +16,10 @@ namespace {
 // The driver API's values (cuda.h): device attribute and handle type.
 constexpr int kAttrDmaBufSupported = 124;
 constexpr int kRangeHandleDmaBufFd = 1;
-constexpr unsigned kDriverVersionOfTheCalls = 11070;
 
 using DeviceGetAttributeFn = int (*)(int* value, int attribute, int device);
 using GetHandleForRangeFn = int (*)(void* handle, unsigned long long dptr, size_t size, int type,
                                     unsigned long long flags);
-
-template <class Fn>
-Fn driverCall(const char* name) {
-  void* fn = nullptr;
-  cudaDriverEntryPointQueryResult found{};
-  if (cudaGetDriverEntryPointByVersion(name, &fn, kDriverVersionOfTheCalls, cudaEnableDefault, &found) != cudaSuccess ||
-      found != cudaDriverEntryPointSuccess) {
-    (void)cudaGetLastError();
-    return nullptr;
-  }
-  return reinterpret_cast<Fn>(fn);
-}
 
 }  // namespace
 

@@ -144,12 +144,7 @@ void GpuWatchdog::check(ncclComm* comm) {
     std::lock_guard<std::mutex> op(comm->opMutex, std::adopt_lock);
     gone = comm->conns->brokenLink(&why);
   }
-  if (!gone) return;
-  const std::string msg =
-      "rank " + std::to_string(comm->id.rank) + ": " + why + " while GPU kernels of the communicator ran";
-  CHORUS_WARN(kLogColl, "%s; stopping them", msg.c_str());
-  commSetError(comm, ncclRemoteError, msg);
-  commSignalAbort(comm);
+  if (gone) commStopForGonePeer(comm, why);
 }
 
 // No progress = the communicator's kernels run and no lane's report changed

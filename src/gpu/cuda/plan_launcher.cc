@@ -73,13 +73,15 @@ bool capturing(cudaStream_t stream) {
 // capture (an external wait node: each replay waits for the launch before
 // it) and, once a graph holds such nodes, always outside capture too.
 ncclResult_t orderAfterPrevious(CommState& st, cudaStream_t stream, bool inCapture) {
+  unsigned long long id = 0;
+  CHORUS_CUDA_CHECK(cudaStreamGetId(stream, &id));
   std::lock_guard<std::mutex> lock(st.launchMutex);
   if (st.last == nullptr) CHORUS_CUDA_CHECK(cudaEventCreateWithFlags(&st.last, cudaEventDisableTiming));
   if (inCapture) {
     CHORUS_CUDA_CHECK(cudaStreamWaitEvent(stream, st.last, cudaEventWaitExternal));
     return ncclSuccess;
   }
-  if (st.captured || (st.launchedBefore && st.lastStream != stream))
+  if (st.captured || (st.launchedBefore && st.lastStream != id))
     CHORUS_CUDA_CHECK(cudaStreamWaitEvent(stream, st.last, 0));
   return ncclSuccess;
 }
@@ -88,8 +90,10 @@ ncclResult_t orderAfterPrevious(CommState& st, cudaStream_t stream, bool inCaptu
 // and abort can tell when the communicator's kernels are done and the next
 // launch on another stream can wait for it.
 ncclResult_t trackLaunch(CommState& st, cudaStream_t stream, bool inCapture) {
+  unsigned long long id = 0;
+  CHORUS_CUDA_CHECK(cudaStreamGetId(stream, &id));
   std::lock_guard<std::mutex> lock(st.launchMutex);
-  cudaEvent_t& ev = st.inFlight[stream];
+  cudaEvent_t& ev = st.inFlight[id];
   if (ev == nullptr) CHORUS_CUDA_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
   if (inCapture) {
     // Event-record nodes: every replay of the graph records them, so destroy
@@ -102,7 +106,7 @@ ncclResult_t trackLaunch(CommState& st, cudaStream_t stream, bool inCapture) {
   }
   CHORUS_CUDA_CHECK(cudaEventRecord(ev, stream));
   CHORUS_CUDA_CHECK(cudaEventRecord(st.last, stream));
-  st.lastStream = stream;
+  st.lastStream = id;
   st.launchedBefore = true;
   return ncclSuccess;
 }
@@ -246,17 +250,18 @@ ncclResult_t launchRank(Plan& plan, const std::vector<cudaStream_t>& streams) {
 }
 
 // A rank whose launch failed never joins its peers: the kernels of the ranks
-// this thread launched before it would wait for it forever (with no time
-// limit by default). They are stopped, and their communicators carry the
-// error.
+// this thread launched before it, and those of its own launches that were
+// queued before the one that failed, would wait forever (with no time limit
+// by default). They are stopped, and the communicators carry the error.
+// `launched` ends with the rank that failed.
 void stopLaunched(std::span<Plan* const> launched, ncclResult_t res) {
-  if (launched.empty()) return;
   const std::string why = lastErrorMessage();
   for (Plan* p : launched) {
     commSignalAbort(p->comm);
+    const bool failed = p == launched.back();
     commSetError(p->comm, res == ncclInvalidArgument ? ncclInvalidUsage : res,
-                 "rank " + std::to_string(p->comm->id.rank) +
-                     "'s kernels were stopped: a rank launched with them in the same call failed: " + why);
+                 "rank " + std::to_string(p->comm->id.rank) + "'s kernels were stopped: " +
+                     (failed ? "its launch failed: " : "a rank launched with them in the same call failed: ") + why);
   }
 }
 
@@ -282,7 +287,7 @@ ncclResult_t launchPlans(std::span<Plan* const> plans, std::span<const std::vect
   for (size_t i = 0; i < plans.size(); ++i) {
     const ncclResult_t res = launchRank(*plans[i], streams[i]);
     if (res != ncclSuccess) {
-      stopLaunched(plans.first(i), res);
+      stopLaunched(plans.first(i + 1), res);
       return res;
     }
   }

@@ -31,6 +31,7 @@ ncclResult_t selectDevice(int) { return unavailable("cudaSetDevice"); }
 
 std::string pciBusId(int) { return ""; }
 int deviceWithBusId(const char*) { return -1; }
+uint64_t visibleGpusHash() { return 0; }
 
 bool devicePointer(const void*, int* device) {
   *device = -1;
@@ -58,6 +59,7 @@ void commTeardown(ncclComm*, bool) {}
 ncclResult_t commDrain(ncclComm*) { return ncclSuccess; }
 ncclResult_t commPollError(ncclComm*) { return ncclSuccess; }
 void commSignalAbort(ncclComm*) {}
+std::string commStopForGonePeer(ncclComm*, const std::string& why) { return why; }
 void spreadVerdict(ncclComm*, const OpMismatchRecord&) {}
 void releaseWhenIdle(int, std::function<void()> release) { release(); }
 
