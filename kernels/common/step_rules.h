@@ -59,8 +59,9 @@ enum class Combine : uint8_t {
   Forward,      // r0               -> target
   ReduceInput,  // r0 (+) in        -> target
   ReduceTwo,    // r0 (+) r1        -> target
-  ReduceThree,  // (r0 (+) r1) (+) in: r0 (+) r1 is formed in r0's storage first, so an
-                // in-place step (target == in) never overwrites its input before reading it
+  ReduceThree,  // (r0 (+) r1) (+) in. The GPU forms r0 (+) r1 in r0's storage first, the host
+                // in target: both are right because ReduceThree comes only from a tree node
+                // with two children reducing upwards, whose target is a send slot, never `in`
 };
 
 CHORUS_HD CHORUS_INLINE Combine combineCase(const StepDesc& s) {

@@ -36,7 +36,10 @@ struct FunctorOf<T, ReduceKind::Min> {
 template <typename T>
 struct FunctorOf<T, ReduceKind::PreMulSum> {
   using type = FuncPreMulSum<T>;
-  static __device__ type make(const void* scalar, int) { return type(*static_cast<const T*>(scalar)); }
+  // No scalar reads as zero, as on the host (readScalar).
+  static __device__ type make(const void* scalar, int) {
+    return type(scalar != nullptr ? *static_cast<const T*>(scalar) : T{});
+  }
 };
 template <typename T>
 struct FunctorOf<T, ReduceKind::SumPostDiv> {

@@ -318,22 +318,26 @@ fi
 # The cheap kernel cases (hundreds of short ones) in one process; the rest
 # through ctest, one process per case, 2 at a time (the spinning kernels of
 # more CUDA contexts would only time-slice: no MPS here), 60 s each at most.
+# With CHORUS_TIMEOUT_MS 15000 (unless set) a kernel that hangs inside a test
+# ends with an error long before the step's own timeout (tests that need
+# another limit set it themselves).
+test_env=(env CHORUS_TIMEOUT_MS="${CHORUS_TIMEOUT_MS:-15000}")
 cheap_filter='AllTypesAndKinds/*:ReduceKernelArgs.*:LaneParamsChecks.*:WireParamsChecks.*'
 cheap_regex='^(AllTypesAndKinds/|ReduceKernelArgs[.]|LaneParamsChecks[.]|WireParamsChecks[.]|GpuFailure[.])'
 if have "$gpu_tests" gpu-kernel-tests; then
-  run gpu-kernel-tests 90 gtest "$gpu_tests" --gtest_filter="$cheap_filter"
+  run gpu-kernel-tests 90 gtest "${test_env[@]}" "$gpu_tests" --gtest_filter="$cheap_filter"
   grep -E '^\[  FAILED  \] [A-Za-z]' "$work/gpu-kernel-tests.log" | sed 's/, where .*//; s/ ([0-9]* ms)$//' |
     sort -u | head -n 20 | cut -c1-160 | sed 's/^\[  FAILED  \] /    failed: /' | tee -a "$summary"
 fi
 # Operation fingerprints and the stall line in GPU mode (gpu_mismatch_test.cc):
 # three mismatched pairs of calls (about 1 s each at most) and one 2 s stall.
 if have "$gpu_tests" gpu-failure-tests; then
-  run gpu-failure-tests 60 gtest "$gpu_tests" --gtest_filter='GpuFailure.*'
+  run gpu-failure-tests 60 gtest "${test_env[@]}" "$gpu_tests" --gtest_filter='GpuFailure.*'
   grep -E '^\[  FAILED  \] [A-Za-z]' "$work/gpu-failure-tests.log" | sed 's/ ([0-9]* ms)$//' |
     sort -u | head -n 10 | cut -c1-160 | sed 's/^\[  FAILED  \] /    failed: /' | tee -a "$summary"
 fi
 if have "$gpu_tests" gpu-tests; then
-  run gpu-tests 200 ctest ctest --test-dir "$build" -L gpu -E "$cheap_regex" -j2 --output-on-failure
+  run gpu-tests 200 ctest "${test_env[@]}" ctest --test-dir "$build" -L gpu -E "$cheap_regex" -j2 --output-on-failure
   # The failures by name (ctest pads names with dots: squeeze them).
   grep -E "\*\*\*Failed|Not Run|\*\*\*Timeout|\*\*\*Exception" "$work/gpu-tests.log" | tr -s '.' | cut -c1-160 |
     head -n 20 | sed 's/^ */    failed: /' | tee -a "$summary"

@@ -133,6 +133,13 @@ auto mustReturnWithin(const char* what, Ms bound, Fn&& fn) -> decltype(fn()) {
   return done.get();
 }
 
+// The communicator's own error message. ncclGetLastError(comm) returns the
+// calling thread's last error when it has one: a fresh thread has none, so
+// this reads what the communicator recorded (the watchdog's, a kernel's).
+inline std::string commError(ncclComm_t comm) {
+  return mustReturnWithin("ncclGetLastError", Ms(5000), [comm] { return std::string(ncclGetLastError(comm)); });
+}
+
 // Polls the streams until all are idle, one fails, or `bound` passes.
 // Returns "" on success, else what went wrong.
 inline std::string syncStreams(const std::vector<cudaStream_t>& streams, Ms bound) {

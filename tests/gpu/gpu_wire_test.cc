@@ -286,7 +286,11 @@ TEST(GpuWireGraph, ReplaysOfACapturedCompressedCallAreTheHostsCalls) {
   }
   ASSERT_EQ(captured, ncclSuccess) << ncclGetLastError(nullptr);
   for (int replay = 0; replay < 2; ++replay) {
-    for (int k = 0; k < g.size(); ++k) CUDA_OK(cudaGraphLaunch(execs[size_t(k)], g.stream(k)));
+    for (int k = 0; k < g.size(); ++k) {
+      const cudaError_t launched = cudaGraphLaunch(execs[size_t(k)], g.stream(k));
+      if (launched != cudaSuccess) g.abortAll();  // earlier ranks' replays wait for this one
+      ASSERT_EQ(launched, cudaSuccess) << "cudaGraphLaunch: " << cudaGetErrorString(launched);
+    }
     ASSERT_EQ(g.sync(), "");
   }
   run.expectTheHosts("after two replays");
