@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 
 #include "api/arg_checks.h"
@@ -159,14 +160,11 @@ CHORUS_EXPORT_ALIAS(ncclMemFree)
 
 // GPU-mode communicators register device memory only (what their kernels read).
 static ncclResult_t checkRegistrable(const ncclComm* comm, const void* buff, const char* fn) {
-  int device = -1;
   if (comm->id.hostMode) return ncclSuccess;
-  if (!gpu::devicePointer(buff, &device))
-    return fail(ncclInvalidArgument, "%s: %p is not device memory; a GPU-mode communicator registers device buffers",
-                fn, buff);
-  if (device >= 0 && device != comm->id.cudaDev)
-    return fail(ncclInvalidArgument, "%s: %p is memory of GPU %d; the communicator's GPU is %d", fn, buff, device,
-                comm->id.cudaDev);
+  const std::string why = gpu::whyUnreachable(buff, comm->id.cudaDev);
+  if (!why.empty())
+    return fail(ncclInvalidArgument, "%s: %p %s; a GPU-mode communicator registers device buffers of its own GPU", fn,
+                buff, why.c_str());
   return ncclSuccess;
 }
 

@@ -1,6 +1,7 @@
 #include "enqueue/gpu_submit.h"
 
 #include <algorithm>
+#include <string>
 
 #include "core/comm.h"
 #include "core/result.h"
@@ -14,15 +15,12 @@ namespace {
 // context. Checked once per plan (plans are cached per buffer), not per call.
 ncclResult_t checkReachable(const ncclComm* comm, const void* buf, size_t bytes, const char* what, const Task& t) {
   if (buf == nullptr || bytes == 0) return ncclSuccess;
-  int device = -1;
-  if (!gpu::devicePointer(buf, &device))
+  const std::string why = gpu::whyUnreachable(buf, comm->id.cudaDev);
+  if (!why.empty())
     return fail(ncclInvalidArgument,
-                "rank %d: %s %s=%p is not device memory; GPU-mode communicators take cudaMalloc/ncclMemAlloc (or "
-                "mapped pinned) buffers (CHORUS_MODE=host runs on host buffers)",
-                comm->id.rank, collName(t.type), what, buf);
-  if (device >= 0 && device != comm->id.cudaDev)
-    return fail(ncclInvalidArgument, "rank %d: %s %s=%p is memory of GPU %d; the communicator's GPU is %d",
-                comm->id.rank, collName(t.type), what, buf, device, comm->id.cudaDev);
+                "rank %d: %s %s=%p %s; GPU-mode communicators take cudaMalloc/ncclMemAlloc (or mapped pinned) buffers "
+                "of their own GPU (CHORUS_MODE=host runs on host buffers)",
+                comm->id.rank, collName(t.type), what, buf, why.c_str());
   return ncclSuccess;
 }
 

@@ -50,6 +50,9 @@ uint64_t visibleGpusHash();
 // -1: reachable from any GPU). False for pageable or unknown memory, and for
 // pinned memory whose device address differs from `ptr`.
 bool devicePointer(const void* ptr, int* device);
+// "" when a kernel on `device` may use `ptr` as it is; else why not ("is not
+// device memory", "is memory of GPU 1").
+std::string whyUnreachable(const void* ptr, int device);
 
 // Device memory for ncclMemAlloc/ncclMemFree (on the current device).
 ncclResult_t memAlloc(void** ptr, size_t bytes);

@@ -184,20 +184,25 @@ TEST(Tuner, CrossoverMovesWithLatencyAndBandwidth) {
   EXPECT_GT(fastNic, base);  // more bandwidth: bandwidth terms shrink, latency dominates longer
 }
 
+// Host-mode ranks on 2 hosts of `perHost` over one 10 Gb/s NIC each (sockets, 5 us).
+MachineModel socketHosts(int perHost) {
+  SyntheticSpec spec;
+  spec.shape = SyntheticShape::Host;
+  spec.hosts = 2;
+  spec.perHost = perHost;
+  spec.nics = 1;
+  spec.netBwGBs = 1.25;
+  spec.netLatencyUs = 5.0;
+  const CommGraph g = searchOk(syntheticCommTopology(spec));
+  return machineModel(&g, g.nranks, true);
+}
+
 // Host-mode ranks on 2 hosts x 2 over one 10 Gb/s NIC each (sockets): a
 // second channel only adds a TCP message to every hop that leaves a host, so
 // a 32 KiB AllReduce keeps one channel whatever the algorithm; 64 MiB
 // still spreads over several, where the intra-host copies gain from them.
 TEST(Tuner, ChannelsAcrossHostsPayForTheirMessages) {
-  SyntheticSpec spec;
-  spec.shape = SyntheticShape::Host;
-  spec.hosts = 2;
-  spec.perHost = 2;
-  spec.nics = 1;
-  spec.netBwGBs = 1.25;
-  spec.netLatencyUs = 5.0;
-  const CommGraph g = searchOk(syntheticCommTopology(spec));
-  const MachineModel m = machineModel(&g, g.nranks, true);
+  const MachineModel m = socketHosts(2);
   ASSERT_EQ(m.nhosts, 2);
   const TuneResult small = tuneCollective(CollType::AllReduce, 32 << 10, m, freeConfig(2));
   for (const TuneCandidate& c : small.candidates) EXPECT_EQ(c.nchannels, 1) << algoName(c.algo);
@@ -219,15 +224,7 @@ TEST(Tuner, ChannelsAcrossHostsPayForTheirMessages) {
 // loopback: 15 us against the ring's 21-28 at 32 KiB) and the ring takes over
 // where the extra reduction outweighs a hop.
 TEST(Tuner, TwoRanksAcrossHostsReduceAtTheirOwnRateNotTheNics) {
-  SyntheticSpec spec;
-  spec.shape = SyntheticShape::Host;
-  spec.hosts = 2;
-  spec.perHost = 1;
-  spec.nics = 1;
-  spec.netBwGBs = 1.25;
-  spec.netLatencyUs = 5.0;
-  const CommGraph g = searchOk(syntheticCommTopology(spec));
-  const MachineModel m = machineModel(&g, g.nranks, true);
+  const MachineModel m = socketHosts(1);
   ASSERT_EQ(m.nhosts, 2);
   for (size_t bytes : {size_t(8) << 10, size_t(32) << 10, size_t(64) << 10})
     EXPECT_EQ(decide(CollType::AllReduce, bytes, m, freeConfig(2)).algo, Algo::Direct) << bytes;

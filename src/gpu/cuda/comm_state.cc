@@ -158,10 +158,19 @@ bool CommState::busy() {
   return false;
 }
 
-bool CommState::waitIdle(int64_t boundMs) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(boundMs);
+bool CommState::waitIdle(int64_t boundMs) { return waitIdle(boundMs, {}); }
+
+bool CommState::waitIdle(int64_t boundMs, const std::function<void()>& watch) {
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + std::chrono::milliseconds(boundMs);
+  auto nextWatch = start;
   while (busy()) {
-    if (std::chrono::steady_clock::now() >= deadline) return false;
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) return false;
+    if (watch && now >= nextWatch) {
+      watch();
+      nextWatch = now + std::chrono::milliseconds(50);
+    }
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
   return true;
@@ -255,23 +264,11 @@ std::string commStopForGonePeer(ncclComm* comm, const std::string& why) {
 ncclResult_t commDrain(ncclComm* comm) {
   if (!comm->gpu) return ncclSuccess;
   const int64_t bound = kernelWaitMs(comm);
-  const auto start = std::chrono::steady_clock::now();
-  auto nextLook = start;
-  bool idle = true;
   std::string stopped;  // the message, once a gone peer stopped the kernels
-  while (comm->gpu->busy()) {
-    const auto now = std::chrono::steady_clock::now();
-    if (now - start >= std::chrono::milliseconds(bound)) {
-      idle = false;
-      break;
-    }
-    if (stopped.empty() && now >= nextLook) {
-      std::string why;
-      if (commPeerGone(comm, &why)) stopped = commStopForGonePeer(comm, why);
-      nextLook = now + std::chrono::milliseconds(50);
-    }
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
-  }
+  const bool idle = comm->gpu->waitIdle(bound, [&] {
+    std::string why;
+    if (stopped.empty() && commPeerGone(comm, &why)) stopped = commStopForGonePeer(comm, why);
+  });
   CHORUS_CHECK(commPollError(comm));
   if (!stopped.empty()) return fail(ncclRemoteError, "%s", stopped.c_str());
   if (!idle)

@@ -22,6 +22,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <utility>
@@ -85,6 +86,8 @@ struct CommState {
   ~CommState();
   // Waits until every recorded launch finished, at most `boundMs`; false on timeout.
   bool waitIdle(int64_t boundMs);
+  // The same, calling `watch` about every 50 ms while the kernels run.
+  bool waitIdle(int64_t boundMs, const std::function<void()>& watch);
   // Whether kernels launched through the communicator may still be running.
   bool busy();
 };

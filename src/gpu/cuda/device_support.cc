@@ -91,6 +91,14 @@ bool devicePointer(const void* ptr, int* device) {
   }
 }
 
+std::string whyUnreachable(const void* ptr, int device) {
+  int owner = -1;
+  if (!devicePointer(ptr, &owner)) return "is not device memory";
+  if (owner >= 0 && owner != device)
+    return "is memory of GPU " + std::to_string(owner) + ", not of GPU " + std::to_string(device);
+  return "";
+}
+
 ncclResult_t memAlloc(void** ptr, size_t bytes) {
   RelaxedCaptureScope relaxed;
   CHORUS_CUDA_CHECK(cudaMalloc(ptr, bytes));

@@ -37,6 +37,7 @@ bool devicePointer(const void*, int* device) {
   *device = -1;
   return false;
 }
+std::string whyUnreachable(const void*, int) { return "is not device memory (this build has no CUDA support)"; }
 
 ncclResult_t memAlloc(void**, size_t) { return unavailable("device memory allocation"); }
 ncclResult_t memFree(void*) { return unavailable("device memory release"); }
