@@ -252,8 +252,13 @@ void markDone(std::span<Plan* const> plans) {
     if (!p->finishesWithLanes) markPlanDone(*p);
 }
 
+// The call fails and its buffers may go away at once: no network link may
+// go on reading user memory it was handed (FifoEnd::sendsUserMemory).
 void markFailed(std::span<Plan* const> plans, ncclResult_t res) {
-  for (Plan* p : plans) commSetError(p->comm, res, lastErrorMessage());
+  for (Plan* p : plans) {
+    commSetError(p->comm, res, lastErrorMessage());
+    for (const ConnRef& c : p->conns) c.send != nullptr ? c.send->dropUserMemory() : c.recv->dropUserMemory();
+  }
 }
 
 }  // namespace

@@ -24,6 +24,48 @@ using step::Combine;
 // The stamp of a plan made without stampPlan (unit tests): no fingerprint.
 const OpStamp kUnstamped{};
 
+// Offers `in` the output addresses of a step's pieces, the first being
+// sequence number `firstSeq`, as far as the FIFO window lets it
+// (RecvConnector::offerLanding).
+void offerStep(RecvConnector* in, uint64_t firstSeq, char* out, uint64_t count, uint64_t pieceElems,
+               uint32_t elemBytes) {
+  const uint64_t window = in->head() + in->end().nslots;
+  for (uint64_t off = 0, seq = firstSeq; off < count && seq < window; off += pieceElems, ++seq) {
+    const uint64_t n = count - off < pieceElems ? count - off : pieceElems;
+    in->offerLanding(seq, out + off * elemBytes, n * elemBytes);
+  }
+}
+
+// When a step is loaded: the link may land its received pieces in the
+// output, and the next step's too, whose first pieces the link is about to
+// read while this step runs (a ring's all-gather piece arrives while this
+// rank still reduces).
+void offerLandings(const Plan& plan, const Lane& lane) {
+  const ActiveStep& a = lane.active;
+  if (a.landsInOutput) offerStep(a.recv[0], a.recv[0]->head(), a.dst, a.desc.count, a.pieceElems, a.elemBytes);
+  size_t seg = lane.seg;
+  uint64_t step = lane.step + 1;
+  if (step >= sched::segmentSteps(lane.segments[seg])) {
+    if (++seg >= lane.segments.size()) return;
+    step = 0;
+  }
+  if (lane.proto != Proto::Simple) return;  // small pieces: a copy costs less than the offers
+  const sched::Segment& s = lane.segments[seg];
+  const sched::StepDesc next = sched::segmentStep(s, plan.ringTableOf(s), step);
+  if (next.nRecv != 1 || !step::hasOutput(next)) return;
+  RecvConnector* in = plan.conns[next.recv[0]].recv;
+  if (in->end().landings == nullptr) return;
+  const ReduceSpec& spec = segmentSpec(plan, s);
+  const bool sendsFromOutput = next.nSend == 1 && plan.conns[next.send[0]].send->end().sendsUserMemory;
+  if (!step::landsInOutput(next, spec.kind, step::sendSource(next, spec.kind, sendsFromOutput))) return;
+  const auto elemBytes = static_cast<uint32_t>(typeSize(spec.type));
+  uint64_t firstSeq = in->head();
+  for (int i = 0; i < a.desc.nRecv; ++i)  // this step's pieces from `in` come first
+    if (a.recv[i] == in) firstSeq += (a.desc.count + a.pieceElems - 1) / a.pieceElems;
+  offerStep(in, firstSeq, static_cast<char*>(s.dst) + next.dstOff * elemBytes, next.count,
+            step::pieceElems(next, lane.pieceBytes, elemBytes), elemBytes);
+}
+
 // Resolves step (lane.seg, lane.step) into lane.active.
 void loadStep(const Plan& plan, Lane& lane) {
   const sched::Segment& seg = lane.segments[lane.seg];
@@ -44,14 +86,18 @@ void loadStep(const Plan& plan, Lane& lane) {
   a.dst = step::hasOutput(d) ? static_cast<char*>(seg.dst) + d.dstOff * a.elemBytes : nullptr;
   a.streamDst = (seg.flags & sched::kSegStream) != 0 && a.dst != nullptr;
   a.zeroCopy = step::sendsZeroCopy(d, d.nSend == 1 && a.send[0]->end().peerReadsOurBuffers);
+  a.sendFrom = step::sendSource(d, a.spec->kind, d.nSend == 1 && a.send[0]->end().sendsUserMemory);
   a.pieceElems = step::pieceElems(d, lane.pieceBytes, a.elemBytes);
+  a.landsInOutput = lane.proto == Proto::Simple && d.nRecv == 1 && a.recv[0]->end().landings != nullptr &&
+                    step::landsInOutput(d, a.spec->kind, a.sendFrom);
   lane.loaded = true;
+  offerLandings(plan, lane);
 }
 
 // Moves the cursor past finished (and empty) steps; false when the lane is done.
 bool settle(const Plan& plan, Lane& lane) {
   for (;;) {
-    if (lane.finished()) return false;
+    if (lane.stepsDone()) return false;
     if (!lane.loaded) {
       if (lane.step >= sched::segmentSteps(lane.segments[lane.seg])) {
         ++lane.seg;
@@ -189,6 +235,36 @@ bool receiveDirect(const Plan& plan, Lane& lane, ncclResult_t* err) {
   return true;
 }
 
+// A piece the send end takes from this rank's memory (step_rules.h's
+// sendSource): computed into the output first, or the input itself when the
+// step only copies it. The slot carries where the piece is.
+void postFromUserMemory(Lane& lane, const char* src, char* dst, size_t n, uint32_t bytes, bool landed) {
+  ActiveStep& a = lane.active;
+  const char* piece = src;
+  if (a.sendFrom == step::SendFrom::Output) {
+    const bool inPlaceCopy = step::combineCase(a.desc) == Combine::Transform && src == dst &&
+                             !step::scalesInput(a.desc, a.spec->kind) &&
+                             !step::dividesResult(a.desc, a.spec->kind);  // in place: the piece is there already
+    if (!inPlaceCopy && !landed) combine(a, dst, src, n);
+    piece = dst;
+  }
+  SendConnector* out = a.send[0];
+  const UserMemorySlot where{reinterpret_cast<uintptr_t>(piece), bytes};
+  std::memcpy(out->slot(), &where, sizeof(where));
+  out->post(kUserMemorySlotMarker, a.stamp->mine);
+  for (int i = 0; i < a.desc.nRecv; ++i) a.recv[i]->release();
+  if (std::find(lane.userMemorySends.begin(), lane.userMemorySends.end(), out) == lane.userMemorySends.end())
+    lane.userMemorySends.push_back(out);
+}
+
+// A lane whose steps are done waits until its user-memory sends have left;
+// true when that wait ended now.
+bool userMemorySent(Lane& lane) {
+  auto& sends = lane.userMemorySends;
+  sends.erase(std::remove_if(sends.begin(), sends.end(), [](SendConnector* s) { return s->sent(); }), sends.end());
+  return sends.empty();
+}
+
 void copyOut(const ActiveStep& a, char* dst, const void* from, size_t bytes) {
   if (a.streamDst)
     host::streamCopy(dst, from, bytes);
@@ -200,7 +276,13 @@ void copyOut(const ActiveStep& a, char* dst, const void* from, size_t bytes) {
 
 bool progressLane(const Plan& plan, Lane& lane, ncclResult_t* err) {
   // Fast path of a poll: the lane is inside a loaded step.
-  if (!(lane.loaded && lane.done < lane.active.desc.count) && !settle(plan, lane)) return false;
+  if (!(lane.loaded && lane.done < lane.active.desc.count)) {
+    // A step that sent from user memory ends when those sends have: the
+    // next step may write that memory (recursive doubling reduces into the
+    // dst it has just sent from).
+    if (!lane.userMemorySends.empty() && !userMemorySent(lane)) return false;
+    if (!settle(plan, lane)) return false;
+  }
   ActiveStep& a = lane.active;
   if (sched::isWireKind(lane.segments[lane.seg].kind)) return progressWireLane(plan, lane, err);
   if (a.zeroCopy) return progressDirectSend(lane);
@@ -219,6 +301,24 @@ bool progressLane(const Plan& plan, Lane& lane, ncclResult_t* err) {
   const size_t off = lane.done * a.elemBytes;
   const char* src = a.src ? a.src + off : nullptr;
   char* dst = a.dst ? a.dst + off : nullptr;
+  // Landed (user_memory.h): the link read the piece straight into the output.
+  const bool landed = a.desc.nRecv == 1 && a.recv[0]->landed();
+  if (landed && (!a.landsInOutput || a.recv[0]->landedAt() != dst)) {
+    *err = fail(ncclInternalError, "rank %d: lane %d: a piece landed at %p, not at the output %p",
+                plan.comm ? plan.comm->id.rank : -1, laneIndex(plan, lane),
+                static_cast<const void*>(a.recv[0]->landedAt()), static_cast<void*>(dst));
+    return false;
+  }
+  if (a.sendFrom != step::SendFrom::Slot) {
+    postFromUserMemory(lane, src, dst, n, bytes, landed);
+    lane.done += n;
+    return true;
+  }
+  if (landed) {
+    a.recv[0]->release();
+    lane.done += n;
+    return true;
+  }
   // Compute into the first send slot when there is one (it stays in cache for
   // the peer), else straight into the output.
   char* target = a.desc.nSend ? a.send[0]->slot() : dst;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "enqueue/task.h"
+#include "kernels/common/user_memory.h"
 #include "sched/segment.h"
 #include "transport/fifo.h"
 #include "tune/cost_model.h"
@@ -52,9 +53,11 @@ struct ActiveStep {
   char* dst = nullptr;
   const ReduceSpec* spec = nullptr;
   uint32_t elemBytes = 1;
-  bool streamDst = false;   // dst is much larger than the caches: non-temporal stores
-  bool zeroCopy = false;    // step_rules.h's sendsZeroCopy, decided when the step is loaded
-  uint64_t pieceElems = 0;  // step_rules.h's pieceElems for the lane's piece size
+  bool streamDst = false;                          // dst is much larger than the caches: non-temporal stores
+  bool zeroCopy = false;                           // step_rules.h's sendsZeroCopy, decided when the step is loaded
+  step::SendFrom sendFrom = step::SendFrom::Slot;  // user_memory.h's sendSource, decided when loaded
+  bool landsInOutput = false;                      // user_memory.h's landsInOutput, where recv[0] offers landings
+  uint64_t pieceElems = 0;                         // step_rules.h's pieceElems for the lane's piece size
 };
 
 struct Lane {
@@ -69,13 +72,21 @@ struct Lane {
   ActiveStep active;
   bool awaitingReader = false;  // a zero-copy send is posted; it ends when the receiver freed the slot
   uint64_t readerCopied = 0;    // the receiver's progress last seen while awaiting it
-  bool finished() const { return seg >= segments.size(); }
+  // The connectors this lane's current step handed user memory (SendFrom
+  // other than Slot): the step ends only once they have sent all of it
+  // (SendConnector::sent), so neither a later step (recursive doubling
+  // reduces into the dst it has just sent from) nor the caller after the
+  // plan changes memory still in flight.
+  std::vector<SendConnector*> userMemorySends;
+  bool stepsDone() const { return seg >= segments.size(); }
+  bool finished() const { return stepsDone() && userMemorySends.empty(); }
   void rewind() {
     seg = 0;
     step = 0;
     done = 0;
     loaded = false;
     awaitingReader = false;
+    userMemorySends.clear();
   }
 };
 

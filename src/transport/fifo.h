@@ -162,6 +162,29 @@ struct Doorbell {
 // a mark), which needs passing on but no look for arrivals.
 struct InlineMover {
   bool (*move)(InlineMover*, bool waiting) = nullptr;
+  // For ends with sendsUserMemory: the operation failed and its buffers may
+  // go away, so the link must not read user memory it was handed and has
+  // not finished sending; a link that holds such slots fails (blocks only
+  // while the proxy steps the link).
+  void (*dropUserMemory)(InlineMover*) = nullptr;
+};
+
+// Where a network receive end may put payloads straight into the
+// application's buffer (FifoEnd::landings): the executor offers, per
+// sequence number, the address its step will read the piece from; the link
+// asks when the piece's first payload byte is read from the wire, and when
+// it took the offer it publishes the slot with `landed` set (the slot then
+// holds only the header). Entries are indexed by sequence % nslots and
+// tagged with sequence + 1; the executor offers only sequences below its
+// head + nslots, so an entry is never rewritten before its piece was taken.
+struct LandingTable {
+  struct Entry {
+    std::atomic<uint64_t> seqPlusOne{0};
+    uint64_t address = 0;
+    uint64_t bytes = 0;
+  };
+  Entry entries[kMaxFifoSlots];
+  uint8_t landed[kMaxFifoSlots] = {};  // per slot position, written by the link before it publishes the slot
 };
 
 // Shared by both connector ends: where the FIFO lives and who the peer is.
@@ -181,6 +204,15 @@ struct FifoEnd {
   // (same process; in GPU mode also the same GPU), so registered
   // buffers may be sent zero-copy (kDirectSlotMarker).
   bool peerReadsOurBuffers = false;
+  // Send ends of network links that send straight from this rank's memory
+  // (kUserMemorySlotMarker; step_rules.h's sendSource): a step that hands
+  // them user memory waits until sent() before it ends, and a failed
+  // operation calls its mover's dropUserMemory before it returns.
+  bool sendsUserMemory = false;
+  // Receive ends of network links that can land payloads in this rank's
+  // memory (LandingTable); null elsewhere. A failed operation calls the
+  // mover's dropUserMemory, as for sends.
+  LandingTable* landings = nullptr;
   std::shared_ptr<void> memory;        // keeps the FIFO memory mapped while we use it
   std::shared_ptr<LinkHealth> health;  // set when a proxy moves the data (net); else null
   Doorbell* doorbell = nullptr;        // rung after post()/release() when a proxy moves the data
@@ -224,10 +256,25 @@ inline void endMoved(const FifoEnd& end) {
 // a mark connection). Kernel-driven network links (GPU mode) carry none.
 inline bool carriesMarks(const FifoEnd& end) { return !end.health || end.takenCounter; }
 
-// The bytes a slot of `size` stands for: its size, or for a zero-copy
-// descriptor the whole step the receiver copies from the sender's buffer.
+// A network send end with sendsUserMemory may be handed a piece in this
+// rank's memory instead of a copy in the slot: the slot then holds a
+// UserMemorySlot and its size is this marker. The link sends the slot's
+// header and the bytes at `address` as one message, so the receiver gets an
+// ordinary slot. The memory must stay unchanged until the send completed
+// (head passes the slot: SendConnector::sent).
+inline constexpr uint32_t kUserMemorySlotMarker = 0xFFFFFFFEu;
+struct UserMemorySlot {
+  uint64_t address;
+  uint64_t bytes;
+};
+
+// The bytes a slot of `size` stands for: its size, for a zero-copy
+// descriptor the whole step the receiver copies from the sender's buffer,
+// for a user-memory slot the piece it points at.
 inline uint64_t slotPayloadBytes(const char* slot, uint32_t size) {
-  return size == kDirectSlotMarker ? reinterpret_cast<const DirectDescriptor*>(slot)->bytes : size;
+  if (size == kDirectSlotMarker) return reinterpret_cast<const DirectDescriptor*>(slot)->bytes;
+  if (size == kUserMemorySlotMarker) return reinterpret_cast<const UserMemorySlot*>(slot)->bytes;
+  return size;
 }
 
 class SendConnector {
@@ -260,6 +307,20 @@ class SendConnector {
     takenCache_ = (end_.takenCounter ? end_.ctl->taken : end_.ctl->head).load(std::memory_order_acquire);
     return takenCache_ == tail_;
   }
+  // Every posted slot has left this rank (for a network link: its send
+  // completed, whether or not the receiver acked it yet).
+  bool sent() {
+    if (headCache_ == tail_) return true;
+    headCache_ = end_.ctl->head.load(std::memory_order_acquire);
+    if (headCache_ == tail_ || !moveOnMiss(end_, &misses_)) return headCache_ == tail_;
+    headCache_ = end_.ctl->head.load(std::memory_order_acquire);
+    return headCache_ == tail_;
+  }
+  // The operation failed: the link must not read user memory it still holds.
+  void dropUserMemory() {
+    if (end_.sendsUserMemory && end_.mover != nullptr && end_.mover->dropUserMemory != nullptr && !sent())
+      end_.mover->dropUserMemory(end_.mover);
+  }
   const FifoEnd& end() const { return end_; }
   // Whether the plan now posting waits until the receiver took its slots
   // (set per call by flagAwaitedSends; a link that acks lazily needs to know).
@@ -290,6 +351,27 @@ class RecvConnector {
   const char* slot() const { return end_.slotAt(pos_); }
   uint32_t size() const { return end_.ctl->sizes[pos_]; }
   const OpPrint& print() const { return end_.ctl->prints.slot[pos_]; }
+  // The sequence number of the slot ready() looks at next.
+  uint64_t head() const { return head_; }
+  // Offers the link to land the piece of sequence `seq` (of `bytes`) at
+  // `address` (LandingTable); only below head() + nslots.
+  void offerLanding(uint64_t seq, const void* address, uint64_t bytes) {
+    LandingTable::Entry& e = end_.landings->entries[seq % end_.nslots];
+    if (e.seqPlusOne.load(std::memory_order_relaxed) == seq + 1) return;  // offered ahead, by the step before
+    e.address = reinterpret_cast<uintptr_t>(address);
+    e.bytes = bytes;
+    e.seqPlusOne.store(seq + 1, std::memory_order_release);
+  }
+  // The ready slot's payload was landed where it was offered (not in slot()).
+  bool landed() const { return end_.landings != nullptr && end_.landings->landed[pos_] != 0; }
+  // Where the ready slot's payload was offered to land.
+  const char* landedAt() const {
+    return reinterpret_cast<const char*>(static_cast<uintptr_t>(end_.landings->entries[pos_].address));
+  }
+  void dropUserMemory() {
+    if (end_.landings != nullptr && end_.mover != nullptr && end_.mover->dropUserMemory != nullptr)
+      end_.mover->dropUserMemory(end_.mover);
+  }
   void release() {
     if (end_.traffic != nullptr) end_.traffic->add(slotPayloadBytes(slot(), size()));
     end_.ctl->head.store(++head_, std::memory_order_release);

@@ -26,11 +26,15 @@ struct Layout {
   int ranksPerHost;
 };
 
-using NetParam = std::tuple<Coll, Layout>;
+// helpers: the socket backend's helper threads move large messages on data
+// streams (pieces are copied into slots); without them (the default on
+// ordinary NICs) pieces in the application's buffers are sent from there
+// (FifoEnd::sendsUserMemory).
+using NetParam = std::tuple<Coll, Layout, bool>;
 class NetCollectives : public ::testing::TestWithParam<NetParam> {};
 
 TEST_P(NetCollectives, ResultsAreExact) {
-  const auto [coll, layout] = GetParam();
+  const auto [coll, layout, helpers] = GetParam();
   Selection sel;
   sel.types = {ncclFloat32};
   sel.ops = {OpKind::Sum, OpKind::Max};
@@ -40,8 +44,8 @@ TEST_P(NetCollectives, ResultsAreExact) {
   opts.initComms = false;
   opts.timeoutMs = 60000;
   opts.env = {{"NCCL_SOCKET_IFNAME", "lo"},
-              {"NCCL_NSOCKS_PERTHREAD", "2"},
-              {"NCCL_SOCKET_NTHREADS", "2"},
+              {"NCCL_NSOCKS_PERTHREAD", helpers ? "2" : "1"},
+              {"NCCL_SOCKET_NTHREADS", helpers ? "2" : "0"},
               {"CHORUS_TIMEOUT_MS", "15000"}};
   const int perHost = layout.ranksPerHost;
   runProcesses(
@@ -61,12 +65,13 @@ TEST_P(NetCollectives, ResultsAreExact) {
 std::string paramName(const ::testing::TestParamInfo<NetParam>& info) {
   const Layout l = std::get<1>(info.param);
   return std::string(collName(std::get<0>(info.param))) + "_" + std::to_string(l.nranks / l.ranksPerHost) + "hosts_" +
-         std::to_string(l.ranksPerHost) + "perhost";
+         std::to_string(l.ranksPerHost) + "perhost" + (std::get<2>(info.param) ? "" : "_fromUserMemory");
 }
 
 INSTANTIATE_TEST_SUITE_P(AllColls, NetCollectives,
                          ::testing::Combine(::testing::ValuesIn(allColls()),
-                                            ::testing::Values(Layout{2, 1}, Layout{4, 1}, Layout{4, 2})),
+                                            ::testing::Values(Layout{2, 1}, Layout{4, 1}, Layout{4, 2}),
+                                            ::testing::Bool()),
                          paramName);
 
 // Float sum AllReduces of `counts` on `nranks` forked ranks, `perHost` to a

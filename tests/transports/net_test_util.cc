@@ -1,5 +1,7 @@
 #include "net_test_util.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <thread>
 
@@ -25,6 +27,15 @@ bool initOnHost(RankCtx& ctx, int ranksPerHost, ncclComm_t* comm) {
   setenv("NCCL_HOSTID", host.c_str(), 1);
   *comm = nullptr;
   return RANK_OK(ctx, ncclCommInitRank(comm, ctx.nranks, ctx.id, ctx.rank));
+}
+
+PeerInfo peerOn(int rank, uint64_t host, uint64_t token) {
+  PeerInfo p;
+  p.rank = rank;
+  p.pid = getpid();
+  p.hostHash = host;
+  p.processToken = token;
+  return p;
 }
 
 }  // namespace chorus::test

@@ -9,6 +9,7 @@
 #include "chorus/net_plugin.h"
 #include "common/rank_runner.h"
 #include "nccl.h"
+#include "transport/transport.h"
 
 namespace chorus::test {
 
@@ -19,5 +20,9 @@ ncclResult_t waitRequest(const chorusNet_v1_t* net, void* request, size_t* size,
 // Sets NCCL_HOSTID so that ranks [host * ranksPerHost, ...) share a host, then
 // creates the rank's communicator from ctx.id. False (recorded) on failure.
 bool initOnHost(RankCtx& ctx, int ranksPerHost, ncclComm_t* comm);
+
+// A peer of this process that claims host `host` and process `token`, so
+// that two ends in one test process connect through the net transport.
+PeerInfo peerOn(int rank, uint64_t host, uint64_t token);
 
 }  // namespace chorus::test

@@ -15,6 +15,7 @@
 
 #include "common/rank_runner.h"
 #include "core/params.h"
+#include "net_test_util.h"
 #include "transports/net/net_proxy.h"
 #include "transports/net/net_transport.h"
 
@@ -24,15 +25,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 using EnvList = std::vector<std::pair<std::string, std::string>>;
-
-PeerInfo peerOn(int rank, uint64_t host, uint64_t token) {
-  PeerInfo p;
-  p.rank = rank;
-  p.pid = getpid();
-  p.hostHash = host;
-  p.processToken = token;
-  return p;
-}
 
 ConnRequest request(int self, int peer, const char* label) {
   ConnRequest r;

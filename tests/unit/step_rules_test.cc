@@ -3,6 +3,7 @@
 // (src/plan/lane_failure.h), which turns a failure record of either
 // executor into the error code and message.
 #include "kernels/common/step_rules.h"
+#include "kernels/common/user_memory.h"
 
 #include <gtest/gtest.h>
 
@@ -135,6 +136,49 @@ TEST(StepRules, SendsZeroCopy) {
   StepDesc noInput = makeStep(0, 1, StepInput::None, false, 1000);
   noInput.direct = 1;
   EXPECT_FALSE(sendsZeroCopy(noInput, true));
+}
+
+TEST(StepRules, SendSourceUsesUserMemoryOnlyWhereTheSentBytesAreThere) {
+  using F = SendFrom;
+  constexpr ReduceKind kSum = ReduceKind::Sum;
+  StepDesc copyInput = makeStep(0, 1, StepInput::Src, false, 1000);
+  copyInput.preSrc = 1;  // set on every reducing step; changes nothing under Sum
+  const StepDesc reduceToOutput = makeStep(1, 1, StepInput::Src, true, 1000);
+  const StepDesc forwardToOutput = makeStep(1, 1, StepInput::None, true, 1000);
+  const StepDesc reduceOnward = makeStep(1, 1, StepInput::Src, false, 1000);  // a partial sum: only in the slot
+  EXPECT_EQ(sendSource(copyInput, kSum, true), F::Input);
+  EXPECT_EQ(sendSource(reduceToOutput, kSum, true), F::Output);
+  EXPECT_EQ(sendSource(forwardToOutput, kSum, true), F::Output);
+  EXPECT_EQ(sendSource(reduceOnward, kSum, true), F::Slot);
+  for (const StepDesc& s : {copyInput, reduceToOutput, forwardToOutput}) EXPECT_EQ(sendSource(s, kSum, false), F::Slot);
+  // PreMulSum's scalar and SumPostDiv's division change the bytes...
+  EXPECT_EQ(sendSource(copyInput, ReduceKind::PreMulSum, true), F::Slot);
+  StepDesc divided = makeStep(0, 1, StepInput::Src, false, 1000);
+  divided.post = 1;
+  EXPECT_EQ(sendSource(divided, ReduceKind::SumPostDiv, true), F::Slot);
+  EXPECT_EQ(sendSource(divided, kSum, true), F::Input);
+  StepDesc scaledIntoOutput = copyInput;  // ...unless they are computed into the output, which is sent
+  scaledIntoOutput.dstOff = 0;
+  EXPECT_EQ(sendSource(scaledIntoOutput, ReduceKind::PreMulSum, true), F::Output);
+  EXPECT_EQ(sendSource(makeStep(0, 2, StepInput::Src, true, 1000), kSum, true), F::Slot);  // two sends
+  EXPECT_EQ(sendSource(makeStep(2, 1, StepInput::Src, true, 1000), kSum, true), F::Slot);  // ReduceThree: scratch
+  EXPECT_EQ(sendSource(makeStep(2, 1, StepInput::None, true, 1000), kSum, true), F::Output);
+  EXPECT_EQ(sendSource(makeStep(1, 0, StepInput::None, true, 1000), kSum, true), F::Slot);  // no send at all
+}
+
+TEST(StepRules, OnlyPlainReceivesIntoTheOutputLandThere) {
+  constexpr ReduceKind kSum = ReduceKind::Sum;
+  EXPECT_TRUE(landsInOutput(plainRecv(1000), kSum, SendFrom::Slot));
+  const StepDesc forwardOn = makeStep(1, 1, StepInput::None, true, 1000);
+  EXPECT_TRUE(landsInOutput(forwardOn, kSum, SendFrom::Output));  // then sent on from the output
+  EXPECT_FALSE(landsInOutput(forwardOn, kSum, SendFrom::Slot));   // the slot copy is made from the slot
+  EXPECT_FALSE(landsInOutput(makeStep(1, 0, StepInput::Src, true, 1000), kSum, SendFrom::Slot));  // reduces
+  EXPECT_FALSE(landsInOutput(makeStep(2, 0, StepInput::None, true, 1000), kSum, SendFrom::Slot));
+  EXPECT_FALSE(landsInOutput(makeStep(1, 1, StepInput::None, false, 1000), kSum, SendFrom::Slot));  // no output
+  StepDesc divides = plainRecv(1000);
+  divides.post = 1;
+  EXPECT_FALSE(landsInOutput(divides, ReduceKind::SumPostDiv, SendFrom::Slot));
+  EXPECT_TRUE(landsInOutput(divides, kSum, SendFrom::Slot));
 }
 
 TEST(StepRules, CheckDescriptor) {

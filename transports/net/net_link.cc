@@ -34,9 +34,7 @@ void stepAccept(NetLink& link, bool* progressed) {
 }
 
 // Framed: the slot's fingerprint goes in the header in front of its payload.
-size_t frameSlot(NetLink& link, uint64_t i) {
-  const uint32_t bytes = link.ctl->sizes[i % link.nslots];
-  if (!link.framed()) return bytes;
+void writeSlotHeader(NetLink& link, uint64_t i) {
   netwire::SlotHeader h{};
   h.magic = netwire::kMagic;
   h.kind = netwire::Kind::Slot;
@@ -44,7 +42,21 @@ size_t frameSlot(NetLink& link, uint64_t i) {
   h.flags = link.ctl->senderWaits[i % link.nslots] != 0 ? netwire::kSenderWaits : 0;
   link.lastSentAwaited = h.flags != 0;
   memcpy(link.message(i), &h, sizeof(h));
-  return bytes + netwire::kSlotHeaderBytes;
+}
+
+// Sends slot i: its header and payload, or (kUserMemorySlotMarker) its
+// header and the piece of application memory the slot points at.
+ncclResult_t sendSlot(NetLink& link, uint64_t i, void** req) {
+  const uint32_t bytes = link.ctl->sizes[i % link.nslots];
+  if (!link.framed()) return link.net->isend(link.comm, link.message(i), bytes, 0, link.mhandle, req);
+  writeSlotHeader(link, i);
+  if (bytes != kUserMemorySlotMarker)
+    return link.net->isend(link.comm, link.message(i), bytes + netwire::kSlotHeaderBytes, 0, link.mhandle, req);
+  UserMemorySlot piece;
+  memcpy(&piece, link.slot(i), sizeof(piece));
+  if (link.gatherSend == nullptr) return fail(ncclInternalError, "handed user memory, but cannot send from it");
+  return link.gatherSend(link.comm, link.message(i), netwire::kSlotHeaderBytes,
+                         reinterpret_cast<const void*>(static_cast<uintptr_t>(piece.address)), piece.bytes, 0, req);
 }
 
 void stepSend(NetLink& link, bool* progressed) {
@@ -52,9 +64,7 @@ void stepSend(NetLink& link, bool* progressed) {
   while (link.posted < tail && (!link.framed() || link.helloPosted)) {
     const uint64_t i = link.posted;
     void* req = nullptr;
-    if (!netLinkCall(link, "isend",
-                     link.net->isend(link.comm, link.message(i), frameSlot(link, i), 0, link.mhandle, &req)))
-      return;
+    if (!netLinkCall(link, "isend", sendSlot(link, i, &req))) return;
     if (req == nullptr) break;
     link.requests[i % link.nslots] = req;
     ++link.posted;
@@ -102,11 +112,42 @@ bool publish(NetLink& link, uint64_t i, size_t bytes) {
     link.verdictSeen = true;  // the peer stopped; the communicator is failed for good
     return false;
   }
+  if (link.landings != nullptr) link.landings->landed[i % link.nslots] = link.landedInUser[i % link.nslots] ? 1 : 0;
   link.ctl->sizes[i % link.nslots] = static_cast<uint32_t>(bytes - sizeof(h));
   link.ctl->prints.slot[i % link.nslots] = h.print;
   link.senderWaits = (h.flags & netwire::kSenderWaits) != 0;
   link.markWanted = link.markWanted || h.print.coll == static_cast<uint8_t>(CollType::Scatter);
   return true;
+}
+
+// A receive asks, once its slot header is in, whether its payload may land
+// where the executor offered to read it (LandingTable): only a slot message
+// of exactly the offered size, for the offered sequence number.
+char* landPiece(void* arg, const char* prefix, size_t messageBytes) {
+  const auto* ask = static_cast<const NetLink::LandingAsk*>(arg);
+  NetLink& link = *ask->link;
+  if (link.landingsDropped) return nullptr;
+  netwire::SlotHeader h{};
+  memcpy(&h, prefix, sizeof(h));
+  const char* why = nullptr;
+  if (!netwire::validSlotMessage(h, messageBytes, &why) || h.kind != netwire::Kind::Slot) return nullptr;
+  const uint32_t pos = static_cast<uint32_t>(ask->seq % link.nslots);
+  const LandingTable::Entry& offer = link.landings->entries[pos];
+  if (offer.seqPlusOne.load(std::memory_order_acquire) != ask->seq + 1 ||
+      offer.bytes != messageBytes - netwire::kSlotHeaderBytes)
+    return nullptr;
+  link.landedInUser[pos] = true;
+  return reinterpret_cast<char*>(static_cast<uintptr_t>(offer.address));
+}
+
+ncclResult_t postRecv(NetLink& link, uint64_t i, void** req) {
+  if (link.landingRecv == nullptr)
+    return link.net->irecv(link.comm, link.message(i), link.stride(), 0, link.mhandle, req);
+  const uint32_t pos = static_cast<uint32_t>(i % link.nslots);
+  link.landingAsks[pos] = NetLink::LandingAsk{&link, i};
+  link.landedInUser[pos] = false;
+  return link.landingRecv(link.comm, link.message(i), link.stride(), 0, netwire::kSlotHeaderBytes, &landPiece,
+                          &link.landingAsks[pos], req);
 }
 
 // Whether slot `completed`'s receive finished, and with GPUDirect its flush
@@ -141,8 +182,7 @@ void stepRecv(NetLink& link, bool* progressed) {
   while (link.posted - head < link.nslots) {
     const uint64_t i = link.posted;
     void* req = nullptr;
-    if (!netLinkCall(link, "irecv", link.net->irecv(link.comm, link.message(i), link.stride(), 0, link.mhandle, &req)))
-      return;
+    if (!netLinkCall(link, "irecv", postRecv(link, i, &req))) return;
     if (req == nullptr) break;
     link.requests[i % link.nslots] = req;
     ++link.posted;

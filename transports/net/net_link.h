@@ -21,6 +21,7 @@
 
 #include "chorus/net_plugin.h"
 #include "transport/fifo.h"
+#include "transports/net/net_user_memory.h"
 #include "transports/net/net_wire.h"
 
 namespace chorus {
@@ -54,6 +55,23 @@ struct NetLink {
   // The backend also takes CUDA pointers by regMr: when exporting or
   // registering the dma-buf fails, the slots are registered that way instead.
   bool regMrFallback = false;
+  // Sender, host mode: the backend's gathering send (net_user_memory.h), with
+  // which slots holding a UserMemorySlot go out from the application's
+  // memory (FifoEnd::sendsUserMemory); null: never handed user memory.
+  NetGatherSendFn gatherSend = nullptr;
+  // Receiver, host mode: the backend's landing receive and the table where
+  // the executor offers its output addresses (FifoEnd::landings); per slot,
+  // the question a receive asks (net_link.cc's landPiece) and whether the
+  // receive in flight took the offer. Under moveMu.
+  struct LandingAsk {
+    NetLink* link;
+    uint64_t seq;
+  };
+  NetLandingRecvFn landingRecv = nullptr;
+  std::unique_ptr<LandingTable> landings;
+  bool landingsDropped = false;  // a failed operation: nothing lands in user memory any more
+  LandingAsk landingAsks[kMaxFifoSlots] = {};
+  bool landedInUser[kMaxFifoSlots] = {};
   // Receiver: a received slot is published only after iflush completed, so
   // a kernel never reads device memory the NIC may still be writing.
   bool flushAfterRecv = false;

@@ -73,11 +73,41 @@ bool moveInline(InlineMover* m, bool waiting) {
   return stepInline(link, waiting);
 }
 
+void stopLink(NetLink& link, uint64_t unfinished) {
+  link.failed = true;
+  link.health->setFailed(ncclRemoteError,
+                         (link.label + ": stopped: the operation using the application's buffer failed").c_str());
+  CHORUS_INFO(kLogNet | kLogProxy,
+              "net: %s: operation failed with %llu slot(s) of user memory unfinished: link stopped", link.label.c_str(),
+              (unsigned long long)unfinished);
+}
+
+// The executor's operation failed and may free its buffers once the call
+// returns (the communicator is failed already): a sender still holding
+// user-memory slots it has not finished sending stops for good; a receiver
+// lands nothing more, and one whose receive is writing into user memory
+// right now stops.
+void dropUserMemory(InlineMover* m) {
+  NetLink& link = *static_cast<NetLink::Mover*>(m)->link;
+  std::lock_guard<std::mutex> lock(link.moveMu);
+  if (!link.movable || link.failed) return;
+  if (!link.sender) {
+    link.landingsDropped = true;
+    for (uint64_t i = link.completed; i < link.posted; ++i)
+      if (link.landedInUser[i % link.nslots]) return stopLink(link, link.posted - link.completed);
+    return;
+  }
+  const uint64_t tail = link.ctl->tail.load(std::memory_order_acquire);
+  for (uint64_t i = link.completed; i < tail; ++i)
+    if (link.ctl->sizes[i % link.nslots] == kUserMemorySlotMarker) return stopLink(link, tail - link.completed);
+}
+
 }  // namespace
 
 bool enableInlineMoves(NetLink& link) {
   if (link.kernelDriven || !params::netInline() || !netInlineMovesFor(link.net)) return false;
   link.mover.move = &moveInline;
+  link.mover.dropUserMemory = &dropUserMemory;
   link.mover.link = &link;
   return true;
 }

@@ -171,6 +171,10 @@ FifoEnd NetProxy::attach(std::shared_ptr<NetLink> link, int peerRank, int peerPi
   end.health = link->health;
   end.doorbell = &bell_;
   if (enableInlineMoves(*link)) end.mover = &link->mover;
+  // User memory needs the executor's hand on the link when an operation
+  // fails (InlineMover::dropUserMemory).
+  end.sendsUserMemory = link->sender && link->framed() && link->gatherSend != nullptr && end.mover != nullptr;
+  if (!link->sender && link->framed() && end.mover != nullptr) end.landings = link->landings.get();
   const pid_t pid = pid_;
   NetLink* raw = link.get();
   // The executor's handle on the link: when its last copy goes, the link retires.

@@ -70,6 +70,8 @@ ncclResult_t NetTransport::createRecv(const ConnRequest& req, const PeerInfo& pe
   link->ackDelayUs = params::netAckDelayUs();
   link->kernelDriven = req.deviceMemory;
   link->dev = dev;
+  if (!link->kernelDriven && params::netUserMemory() != 0) link->landingRecv = netLandingRecvFor(net);
+  if (link->landingRecv != nullptr) link->landings = std::make_unique<LandingTable>();
   NetSlotPlan plan;
   CHORUS_CHECK(netPlaceSlots(req, net, dev, false, &plan));
   CHORUS_CHECK(netAllocFifo(*link, req, plan));
@@ -125,6 +127,7 @@ ncclResult_t NetTransport::connectSend(const ConnRequest& req, const PeerInfo& p
                   link->label.c_str(), req.peerRank, (long long)req.waitLimitMs);
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
+  if (!link->kernelDriven && params::netUserMemory() != 0) link->gatherSend = netGatherSendFor(net, link->comm);
   NetSlotPlan plan;
   ncclResult_t res = netPlaceSlots(req, net, dev, true, &plan);
   if (res == ncclSuccess) res = netAllocFifo(*link, req, plan);

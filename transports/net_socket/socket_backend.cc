@@ -117,6 +117,18 @@ const chorusNet_v1_t kSocketBackend = {
 
 const chorusNet_v1_t* netSocketBackend() { return &kSocketBackend; }
 
+ncclResult_t netSocketIsendGather(void* comm, const void* head, size_t headBytes, const void* data, size_t size,
+                                  int tag, void** request) {
+  return static_cast<SocketComm*>(comm)->postGather(head, headBytes, data, size, tag, request);
+}
+
+ncclResult_t netSocketIrecvLanding(void* comm, void* data, size_t size, int tag, size_t prefixBytes, NetLandFn land,
+                                   void* landArg, void** request) {
+  return static_cast<SocketComm*>(comm)->postLanding(data, size, tag, prefixBytes, land, landArg, request);
+}
+
+bool netSocketGathers(void* comm) { return static_cast<SocketComm*>(comm)->gathers(); }
+
 bool netSocketPollFd(void* comm, int* fd, short* events) {
   static_cast<SocketComm*>(comm)->pollFd(fd, events);
   return true;

@@ -4,10 +4,20 @@
 #pragma once
 
 #include "chorus/net_plugin.h"
+#include "transports/net/net_user_memory.h"
 
 namespace chorus {
 
 const chorusNet_v1_t* netSocketBackend();
+// A send on connection `comm` of `head` followed by `data`, one message
+// (transports/net/net_user_memory.h); possible where netSocketGathers(comm).
+ncclResult_t netSocketIsendGather(void* comm, const void* head, size_t headBytes, const void* data, size_t size,
+                                  int tag, void** request);
+bool netSocketGathers(void* comm);
+// A receive on connection `comm` whose payload past `prefixBytes` may land
+// where `land` says (net_user_memory.h).
+ncclResult_t netSocketIrecvLanding(void* comm, void* data, size_t size, int tag, size_t prefixBytes, NetLandFn land,
+                                   void* landArg, void** request);
 // What the proxy may wait on for a socket connection (transports/net/net_wake.h).
 bool netSocketPollFd(void* comm, int* fd, short* events);
 

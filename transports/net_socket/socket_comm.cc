@@ -85,6 +85,46 @@ ncclResult_t SocketComm::post(void* data, size_t size, int tag, void** request) 
     req->header.size = size;
     req->header.flags = (data_.empty() || size <= inlineBytes_) ? kHeaderInline : 0;
   }
+  return queue(std::move(req), request);
+}
+
+ncclResult_t SocketComm::postGather(const void* prefix, size_t prefixBytes, const void* data, size_t size, int tag,
+                                    void** request) {
+  *request = nullptr;
+  if (!gathers()) return fail(ncclInternalError, "socket: connection to %s cannot gather a send", remote_.c_str());
+  if (failed()) return reportError();
+  auto req = std::make_unique<Request>();
+  req->comm = this;
+  req->send = true;
+  req->prefix = static_cast<const char*>(prefix);
+  req->prefixBytes = prefixBytes;
+  req->data = static_cast<char*>(const_cast<void*>(data));  // only read
+  req->size = req->capacity = prefixBytes + size;
+  req->tag = static_cast<uint32_t>(tag);
+  req->header.tag = req->tag;
+  req->header.size = req->size;
+  req->header.flags = kHeaderInline;
+  return queue(std::move(req), request);
+}
+
+ncclResult_t SocketComm::postLanding(void* data, size_t size, int tag, size_t prefixBytes,
+                                     char* (*land)(void* arg, const char* prefix, size_t messageBytes), void* landArg,
+                                     void** request) {
+  *request = nullptr;
+  if (send_) return fail(ncclInternalError, "socket: a landing receive on a send connection to %s", remote_.c_str());
+  if (failed()) return reportError();
+  auto req = std::make_unique<Request>();
+  req->comm = this;
+  req->data = static_cast<char*>(data);
+  req->capacity = size;
+  req->tag = static_cast<uint32_t>(tag);
+  req->prefixBytes = prefixBytes;
+  req->land = land;
+  req->landArg = landArg;
+  return queue(std::move(req), request);
+}
+
+ncclResult_t SocketComm::queue(std::unique_ptr<Request> req, void** request) {
   if (mayMove_ && ctrlQueue_.empty()) tryMove();  // at a message boundary
   Request* raw = req.get();
   live_.push_back(std::move(req));
@@ -164,6 +204,20 @@ void SocketComm::dispatchParts(Request& r) {
   }
 }
 
+namespace {
+// The iovecs of a send's payload (prefix, then data) from its byte `from` on.
+int payloadIov(const Request& r, size_t from, iovec* iov) {
+  int n = 0;
+  if (from < r.prefixBytes) {
+    iov[n++] = {const_cast<char*>(r.prefix) + from, r.prefixBytes - from};
+    from = r.prefixBytes;
+  }
+  const size_t dataFrom = from - r.prefixBytes, dataBytes = r.size - r.prefixBytes;
+  if (dataFrom < dataBytes) iov[n++] = {r.data + dataFrom, dataBytes - dataFrom};
+  return n;
+}
+}  // namespace
+
 bool SocketComm::stepSend(Request& r) {
   const bool isInline = (r.header.flags & kHeaderInline) != 0;
   if (r.ctrlDone == 0 && isInline && moved() && r.size > kSharedPayloadMax) r.header.flags |= kHeaderPayloadOwn;
@@ -171,12 +225,12 @@ bool SocketComm::stepSend(Request& r) {
   const size_t total = sizeof(MessageHeader) + (isInline ? r.size : 0);
   while (r.ctrlDone < total) {
     const bool inHeader = r.ctrlDone < sizeof(MessageHeader);
-    iovec iov[2];
+    iovec iov[3];
     int n = 0;
     if (inHeader) iov[n++] = {reinterpret_cast<char*>(&r.header) + r.ctrlDone, sizeof(MessageHeader) - r.ctrlDone};
     if (isInline && r.size > 0 && !(payloadOwn && inHeader)) {
       const size_t payloadDone = r.ctrlDone > sizeof(MessageHeader) ? r.ctrlDone - sizeof(MessageHeader) : 0;
-      iov[n++] = {r.data + payloadDone, r.size - payloadDone};
+      n += payloadIov(r, payloadDone, iov + n);
     }
     msghdr msg{};
     msg.msg_iov = iov;
@@ -265,8 +319,7 @@ bool SocketComm::stepRecv(Request& r) {
       }
       const size_t payloadDone = r.ctrlDone - sizeof(MessageHeader);
       if (payloadDone == r.size) return true;
-      dst = r.data + payloadDone;
-      want = r.size - payloadDone;
+      payloadTarget(r, payloadDone, &dst, &want);
     }
     const bool payloadOwn = (r.header.flags & kHeaderPayloadOwn) != 0;
     ssize_t got = payloadOwn ? readOwn(dst, want) : readControl(dst, want);
@@ -278,6 +331,27 @@ bool SocketComm::stepRecv(Request& r) {
     if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return false;
     streamError("control stream", got < 0 ? errno : 0);
     return false;
+  }
+}
+
+// Where an inline payload's bytes from `done` on go: the receive's buffer,
+// or past its prefix where land() put them (asked before the first byte).
+void SocketComm::payloadTarget(Request& r, size_t done, char** dst, size_t* want) {
+  if (r.land != nullptr && !r.landAsked) {
+    if (done < r.prefixBytes && r.size > r.prefixBytes) {  // the prefix first: land() looks at it
+      *dst = r.data + done;
+      *want = r.prefixBytes - done;
+      return;
+    }
+    r.landAsked = true;
+    if (r.size > r.prefixBytes) r.landed = r.land(r.landArg, r.data, r.size);
+  }
+  if (r.landed == nullptr || done < r.prefixBytes) {
+    *dst = r.data + done;
+    *want = (r.landed == nullptr ? r.size : r.prefixBytes) - done;
+  } else {
+    *dst = r.landed + (done - r.prefixBytes);
+    *want = r.size - done;
   }
 }
 

@@ -32,6 +32,16 @@ struct Request {
   bool send = false;
   char* data = nullptr;
   size_t capacity = 0;  // receive: the posted size; send: the message size
+  // Send: bytes that go in front of `data` in the same message (postGather);
+  // `size` counts them. Only on the control stream.
+  const char* prefix = nullptr;
+  size_t prefixBytes = 0;
+  // Receive (postLanding): past its first prefixBytes, an inline payload
+  // goes where land() says once the prefix is in (null: into data).
+  char* (*land)(void* arg, const char* prefix, size_t messageBytes) = nullptr;
+  void* landArg = nullptr;
+  char* landed = nullptr;
+  bool landAsked = false;
   uint32_t tag = 0;
   MessageHeader header{};
   size_t ctrlDone = 0;          // bytes of header (+ inline payload) moved on the control stream
@@ -97,6 +107,16 @@ class SocketComm {
   SocketComm& operator=(const SocketComm&) = delete;
 
   ncclResult_t post(void* data, size_t size, int tag, void** request);
+  // Sends `prefix` and `data` as one message, as if they were contiguous;
+  // possible where gathers() (no data streams, so the message goes on the
+  // control stream).
+  ncclResult_t postGather(const void* prefix, size_t prefixBytes, const void* data, size_t size, int tag,
+                          void** request);
+  bool gathers() const { return send_ && data_.empty(); }
+  // A receive whose payload past `prefixBytes` may land elsewhere (Request::land).
+  ncclResult_t postLanding(void* data, size_t size, int tag, size_t prefixBytes,
+                           char* (*land)(void* arg, const char* prefix, size_t messageBytes), void* landArg,
+                           void** request);
   ncclResult_t test(Request* req, int* done, size_t* size);
   // The control stream while a message waits on it (-1 otherwise); data
   // streams are watched by the helpers, which kick the proxy (net_wake.h).
@@ -118,10 +138,12 @@ class SocketComm {
 
  private:
   ncclResult_t reportError();
+  ncclResult_t queue(std::unique_ptr<Request> req, void** request);
   void progress();
   bool stepSend(Request& r);  // true when the control stage finished
   bool stepRecv(Request& r);
   bool acceptHeader(Request& r);
+  static void payloadTarget(Request& r, size_t done, char** dst, size_t* want);
   ssize_t readControl(char* dst, size_t want);
   ssize_t readOwn(char* dst, size_t want);
   void dispatchParts(Request& r);
