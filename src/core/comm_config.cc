@@ -47,6 +47,22 @@ ncclResult_t wireFromEnv(CommConfig* c) {
   return ncclSuccess;
 }
 
+uint32_t clampSlotBytes(int64_t bytes) {
+  return static_cast<uint32_t>(std::clamp<int64_t>(bytes, 4096, 16 << 20)) & ~63u;
+}
+
+// CHORUS_SLOT_BYTES, else NCCL_BUFFSIZE over the slots, else the placement's
+// rule at init (slotBytesForPlacement). Needs c->nslots.
+ncclResult_t slotBytesFromEnv(CommConfig* c) {
+  const int64_t slot = params::slotBytes(), fifo = params::buffSize();
+  if (slot < 0) return fail(ncclInvalidArgument, "CHORUS_SLOT_BYTES=%lld: expected a byte count", (long long)slot);
+  if (fifo < 0) return fail(ncclInvalidArgument, "NCCL_BUFFSIZE=%lld: expected a byte count", (long long)fifo);
+  c->slotBytesAuto = slot == 0 && fifo == 0;
+  const int64_t chosen = slot > 0 ? slot : fifo > 0 ? fifo / c->nslots : kBaseSlotBytes;
+  c->slotBytes = c->collSlotBytes = clampSlotBytes(chosen);
+  return ncclSuccess;
+}
+
 }  // namespace
 
 int64_t stallWarnMsFromSeconds(int64_t seconds) {
@@ -57,9 +73,9 @@ int64_t stallWarnMsFromSeconds(int64_t seconds) {
 ncclResult_t resolveCommConfig(const ncclConfig_t* user, const CommConfig* inherit, CommConfig* out) {
   CommConfig c = inherit ? *inherit : CommConfig{};
   if (!inherit) {
-    c.slotBytes = static_cast<uint32_t>(std::clamp<int64_t>(params::slotBytes(), 4096, 16 << 20)) & ~63u;
     c.llSlotBytes = static_cast<uint32_t>(std::clamp<int64_t>(params::llSlotBytes(), 512, 1 << 20)) & ~63u;
     c.nslots = static_cast<uint32_t>(std::clamp<int64_t>(params::slotCount(), 2, 64));
+    CHORUS_CHECK(slotBytesFromEnv(&c));
     c.timeoutMs = normalizeWaitLimitMs(params::timeoutMs());
     c.initTimeoutMs = normalizeWaitLimitMs(params::initTimeoutMs());
     c.stallWarnMs = stallWarnMsFromSeconds(params::stallWarnS());

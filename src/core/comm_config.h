@@ -9,6 +9,10 @@
 
 namespace chorus {
 
+inline constexpr uint32_t kBaseSlotBytes = 128 * 1024;
+// NCCL_BUFFSIZE's default (4 MiB) over its 8 slots.
+inline constexpr uint32_t kAcrossHostsSlotBytes = 512 * 1024;
+
 struct CommConfig {
   int blocking = 1;
   int minChannels = 1;
@@ -17,7 +21,12 @@ struct CommConfig {
   std::string commName;
   std::string netName;  // ncclConfig_t.netName: network backend by name for this communicator ("": NCCL_NET)
   int splitShare = 0;
-  uint32_t slotBytes = 128 * 1024;
+  // Simple slots: point-to-point connectors use slotBytes; collective ones
+  // (ring, tree, direct, wire) collSlotBytes, which init widens where every
+  // host holds one rank (slotBytesForPlacement) unless the user chose a size.
+  uint32_t slotBytes = kBaseSlotBytes;
+  uint32_t collSlotBytes = kBaseSlotBytes;
+  bool slotBytesAuto = true;  // CHORUS_SLOT_BYTES and NCCL_BUFFSIZE unset
   uint32_t llSlotBytes = 8 * 1024;
   uint32_t nslots = 8;
   int64_t timeoutMs = 0;        // CHORUS_TIMEOUT_MS, normalised (core/wait_limit.h): 0 = no limit
@@ -47,6 +56,15 @@ int64_t stallWarnMsFromSeconds(int64_t seconds);
 constexpr int64_t kDefaultSpinCount = 500;
 constexpr int64_t autoSpinCount(int machineRanks, long cpus) {
   return cpus > 0 && machineRanks > cpus ? 0 : kDefaultSpinCount;
+}
+
+// The Simple slot of collective connectors when the user chose none: with
+// every host holding one rank (and more than one rank), every connector is a
+// network link, where each piece costs a message (system calls, a header, a
+// wake-up of the peer): larger pieces there; elsewhere smaller ones keep the
+// pipeline of shared-memory hops deep.
+constexpr uint32_t slotBytesForPlacement(int nranks, int mostRanksOnAHost) {
+  return nranks > 1 && mostRanksOnAHost == 1 ? kAcrossHostsSlotBytes : kBaseSlotBytes;
 }
 
 // Validates `user` (may be NULL) and fills `out` from it and the environment.

@@ -67,6 +67,17 @@ void adaptToOversubscription(ncclComm* comm) {
                 comm->id.machineNRanks, cpus);
 }
 
+// Collective slots sized for where the ranks are (slotBytesForPlacement),
+// unless the user chose a size. Every rank computes the same size, as both
+// ends of a connector must.
+void adaptSlotsToPlacement(ncclComm* comm, const RankPlacement& placement) {
+  if (!comm->config.slotBytesAuto) return;
+  comm->config.collSlotBytes = slotBytesForPlacement(comm->id.nranks, placement.mostHostNRanks);
+  if (comm->config.collSlotBytes != comm->config.slotBytes)
+    CHORUS_INFO(kLogInit, "comm %p: every host holds one of its %d ranks: collective slots of %u bytes", (void*)comm,
+                comm->id.nranks, comm->config.collSlotBytes);
+}
+
 ncclResult_t exchangePeers(ncclComm* comm, const WaitBound& bound) {
   PeerInfo mine;
   mine.rank = comm->id.rank;
@@ -104,6 +115,7 @@ ncclResult_t exchangePeers(ncclComm* comm, const WaitBound& bound) {
   comm->id.localRank = placement.localRank;
   comm->id.machineNRanks = placement.machineNRanks;
   adaptToOversubscription(comm);
+  adaptSlotsToPlacement(comm, placement);
   comm->conns =
       std::make_unique<ConnectionTable>(comm->id.rank, comm->bootstrap.get(), std::move(peers), comm->id.commHash,
                                         comm->config.timeoutMs, &comm->traffic, comm->config.netName);

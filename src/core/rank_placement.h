@@ -10,9 +10,10 @@
 namespace chorus {
 
 struct RankPlacement {
-  int localRank = 0;      // this rank's index among its host's ranks
-  int localNRanks = 1;    // ranks on its host
-  int machineNRanks = 1;  // ranks on its machine: every "host" that shares its CPUs
+  int localRank = 0;       // this rank's index among its host's ranks
+  int localNRanks = 1;     // ranks on its host
+  int machineNRanks = 1;   // ranks on its machine: every "host" that shares its CPUs
+  int mostHostNRanks = 1;  // ranks on the host that holds the most (the same on every rank)
 };
 
 // `peers` holds every rank's record, `mine` among them.

@@ -28,12 +28,13 @@ PlanBuilder::PlanBuilder(const PlanContext& ctx, Plan* plan) : ctx_(ctx), plan_(
 int PlanBuilder::rank() const { return ctx_.rank; }
 int PlanBuilder::nranks() const { return ctx_.nranks; }
 
-uint32_t PlanBuilder::slotBytes(Proto p) const {
-  return p == Proto::LL ? ctx_.config->llSlotBytes : ctx_.config->slotBytes;
+uint32_t PlanBuilder::slotBytes(ConnClass cls, Proto p) const {
+  if (p == Proto::LL) return ctx_.config->llSlotBytes;
+  return cls == ConnClass::P2P ? ctx_.config->slotBytes : ctx_.config->collSlotBytes;
 }
 
-uint32_t PlanBuilder::pieceBytes(Proto p) const {
-  const uint32_t slot = slotBytes(p);
+uint32_t PlanBuilder::pieceBytes(ConnClass cls, Proto p) const {
+  const uint32_t slot = slotBytes(cls, p);
   return !ctx_.hostMode && p == Proto::LL ? dev::llPieceBytes(slot) : slot;
 }
 
@@ -61,7 +62,7 @@ Lane& PlanBuilder::lane(ConnClass cls, Proto proto, int channel, int peer, bool 
   if (it != laneIndex_.end()) return plan_->lanes[it->second];
   laneIndex_[key] = plan_->lanes.size();
   plan_->lanes.emplace_back();
-  plan_->lanes.back().pieceBytes = pieceBytes(proto);
+  plan_->lanes.back().pieceBytes = pieceBytes(cls, proto);
   plan_->lanes.back().proto = proto;
   return plan_->lanes.back();
 }
@@ -79,7 +80,7 @@ int16_t PlanBuilder::connId(RecvConnector* recv, SendConnector* send) {
 ncclResult_t PlanBuilder::recvFrom(ConnClass cls, Proto proto, int channel, int peer, int16_t* id) {
   ConnKey key{cls, static_cast<uint8_t>(proto), static_cast<uint16_t>(channel), peer};
   RecvConnector* c = nullptr;
-  CHORUS_CHECK(ctx_.conns->requestRecv(key, slotBytes(proto), nslots(), &c));
+  CHORUS_CHECK(ctx_.conns->requestRecv(key, slotBytes(cls, proto), nslots(), &c));
   *id = connId(c, nullptr);
   return ncclSuccess;
 }
@@ -87,7 +88,7 @@ ncclResult_t PlanBuilder::recvFrom(ConnClass cls, Proto proto, int channel, int 
 ncclResult_t PlanBuilder::sendTo(ConnClass cls, Proto proto, int channel, int peer, int16_t* id) {
   ConnKey key{cls, static_cast<uint8_t>(proto), static_cast<uint16_t>(channel), peer};
   SendConnector* c = nullptr;
-  CHORUS_CHECK(ctx_.conns->requestSend(key, slotBytes(proto), nslots(), &c));
+  CHORUS_CHECK(ctx_.conns->requestSend(key, slotBytes(cls, proto), nslots(), &c));
   *id = connId(nullptr, c);
   return ncclSuccess;
 }

@@ -71,12 +71,14 @@ class PlanBuilder {
   // Appends `n` entries to the plan's rank table (a WireOwner's connector
   // ids); returns the index of the first.
   int32_t addTableEntries(const int32_t* entries, int n);
-  uint32_t slotBytes(Proto p) const;
+  // The slot of a connector of class `cls` and protocol `p` (CommConfig:
+  // point-to-point and collective Simple slots may differ).
+  uint32_t slotBytes(ConnClass cls, Proto p) const;
   // Payload of one piece through a slot of protocol p, as the plan's executor
   // moves it: the whole slot on the host; on the GPU an LL piece carries
   // dev::llPieceBytes of its slot (half is flags, and it is staged in shared
   // memory). Steps that must fit half a FIFO are sized in these pieces.
-  uint32_t pieceBytes(Proto p) const;
+  uint32_t pieceBytes(ConnClass cls, Proto p) const;
   uint32_t nslots() const;
   // Whether a send of [p, p + bytes) may go zero-copy: the range is
   // registered with the communicator and NCCL_LOCAL_REGISTER allows it.

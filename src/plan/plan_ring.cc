@@ -20,7 +20,7 @@ using sched::Segment;
 using sched::SegmentKind;
 
 size_t ringChunkElems(const PlanBuilder& b, Proto proto, size_t esz) {
-  size_t piece = std::max<size_t>(1, b.pieceBytes(proto) / esz);
+  size_t piece = std::max<size_t>(1, b.pieceBytes(ConnClass::Ring, proto) / esz);
   return piece * std::max<uint32_t>(1, b.nslots() / 2);
 }
 

@@ -34,7 +34,7 @@ inline constexpr uint32_t kSlots = 4;
 // Slot size of the wire connectors: the Simple slot, shrunk beyond 8 ranks
 // so the n^2 FIFOs of an all-to-all stay small (each rank holds 2(n-1)).
 inline uint32_t slotBytes(const PlanBuilder& b) {
-  uint32_t bytes = b.slotBytes(Proto::Simple);
+  uint32_t bytes = b.slotBytes(ConnClass::Direct, Proto::Simple);
   if (b.nranks() > 8) bytes = bytes / static_cast<uint32_t>((b.nranks() + 7) / 8);
   return std::max<uint32_t>(bytes, kMinWireSlotBytes);
 }

@@ -124,5 +124,21 @@ TEST(NetTransportProcesses, HostsOfOneMachineShareTheSpinRule) {
   });
 }
 
+// One rank per host: every connector is a network link, so collective
+// slots widen (CommConfig::collSlotBytes) on every rank alike, while
+// point-to-point ones keep the base size; two ranks on a host keep the base
+// size for both. Results stay exact across several wide pieces.
+TEST(NetTransportProcesses, CollectiveSlotsWidenWhereEveryHostHoldsOneRank) {
+  for (const auto& [nranks, perHost] : {std::pair{2, 1}, std::pair{4, 2}}) {
+    const uint32_t want = perHost == 1 ? kAcrossHostsSlotBytes : kBaseSlotBytes;
+    runHostAllReduces(nranks, perHost, {{"CHORUS_SLOT_BYTES", ""}, {"NCCL_BUFFSIZE", ""}}, {1, 3 * want / 4 + 7},
+                      [want](RankCtx& ctx, ncclComm_t comm) {
+                        if (comm->config.collSlotBytes != want || comm->config.slotBytes != kBaseSlotBytes)
+                          ctx.fail("rank %d: slots of %u (collectives) and %u (point-to-point), want %u and %u",
+                                   ctx.rank, comm->config.collSlotBytes, comm->config.slotBytes, want, kBaseSlotBytes);
+                      });
+  }
+}
+
 }  // namespace
 }  // namespace chorus::test

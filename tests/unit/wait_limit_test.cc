@@ -83,6 +83,8 @@ TEST(RankPlacement, HostsOfOneMachineCountTogetherAndHostsStayApart) {
   EXPECT_EQ(fifth.localRank, 0);
   EXPECT_EQ(fifth.localNRanks, 2);
   EXPECT_EQ(fifth.machineNRanks, 2);
+  EXPECT_EQ(third.mostHostNRanks, 2);
+  EXPECT_EQ(fifth.mostHostNRanks, 2);
   EXPECT_EQ(autoSpinCount(third.machineNRanks, 2), 0) << "4 ranks on 2 CPUs yield";
   EXPECT_EQ(autoSpinCount(fifth.machineNRanks, 2), kDefaultSpinCount);
 }
@@ -106,6 +108,65 @@ TEST(SpinCount, UnsetYieldsAtOnceWhereRanksOutnumberCpusAndSetValuesStay) {
     ASSERT_EQ(resolveCommConfig(nullptr, nullptr, &c), ncclSuccess);
     EXPECT_FALSE(c.spinCountAuto) << v;
     EXPECT_EQ(c.spinCount, std::stoll(v));
+  }
+}
+
+// Every rank learns how many ranks the fullest host holds, whichever host it is on.
+TEST(RankPlacement, EveryRankSeesTheFullestHost) {
+  std::vector<PeerInfo> peers(4);
+  const uint64_t hosts[4] = {0xa, 0xb, 0xc, 0xb};
+  for (int r = 0; r < 4; ++r) {
+    peers[r].rank = r;
+    peers[r].hostHash = hosts[r];
+  }
+  for (const PeerInfo& p : peers) EXPECT_EQ(placeRank(peers, p).mostHostNRanks, 2) << "rank " << p.rank;
+  peers[3].hostHash = 0xd;
+  for (const PeerInfo& p : peers) EXPECT_EQ(placeRank(peers, p).mostHostNRanks, 1) << "rank " << p.rank;
+}
+
+// Collective slots widen only where every connector is a network link.
+TEST(SlotBytes, CollectivesWidenOnlyWhereEveryHostHoldsOneRank) {
+  EXPECT_EQ(slotBytesForPlacement(2, 1), kAcrossHostsSlotBytes);
+  EXPECT_EQ(slotBytesForPlacement(64, 1), kAcrossHostsSlotBytes);
+  EXPECT_EQ(slotBytesForPlacement(4, 2), kBaseSlotBytes) << "shared-memory hops keep small pieces";
+  EXPECT_EQ(slotBytesForPlacement(1, 1), kBaseSlotBytes) << "a single rank has no connector";
+}
+
+CommConfig slotConfig(const char* slotBytes, const char* buffSize, const char* slots = "") {
+  test::ScopedEnv env(std::vector<std::pair<std::string, std::string>>{
+      {"CHORUS_SLOT_BYTES", slotBytes}, {"NCCL_BUFFSIZE", buffSize}, {"CHORUS_SLOTS", slots}});
+  CommConfig c;
+  EXPECT_EQ(resolveCommConfig(nullptr, nullptr, &c), ncclSuccess) << slotBytes << " " << buffSize;
+  return c;
+}
+
+// Unset, the placement decides; CHORUS_SLOT_BYTES, else NCCL_BUFFSIZE over
+// the slots, fixes one size for every connector.
+TEST(SlotBytes, TheUsersChoiceFixesEverySlotAndNcclBuffSizeIsSplitOverTheSlots) {
+  CommConfig c = slotConfig("", "");
+  EXPECT_TRUE(c.slotBytesAuto);
+  EXPECT_EQ(c.slotBytes, kBaseSlotBytes);
+  EXPECT_EQ(c.collSlotBytes, kBaseSlotBytes);
+  c = slotConfig("65536", "");
+  EXPECT_FALSE(c.slotBytesAuto);
+  EXPECT_EQ(c.slotBytes, 65536u);
+  EXPECT_EQ(c.collSlotBytes, 65536u);
+  c = slotConfig("", "1048576");
+  EXPECT_FALSE(c.slotBytesAuto);
+  EXPECT_EQ(c.collSlotBytes, 131072u) << "8 slots";
+  c = slotConfig("", "1048576", "4");
+  EXPECT_EQ(c.slotBytes, 262144u);
+  EXPECT_EQ(c.collSlotBytes, 262144u);
+  c = slotConfig("65536", "4194304");
+  EXPECT_EQ(c.collSlotBytes, 65536u) << "CHORUS_SLOT_BYTES wins";
+  for (const auto& [slot, fifo] : {std::pair{"-1", ""}, std::pair{"", "-4096"}}) {
+    test::ScopedEnv env(
+        std::vector<std::pair<std::string, std::string>>{{"CHORUS_SLOT_BYTES", slot}, {"NCCL_BUFFSIZE", fifo}});
+    CommConfig bad;
+    EXPECT_EQ(resolveCommConfig(nullptr, nullptr, &bad), ncclInvalidArgument) << slot << fifo;
+    EXPECT_NE(std::string(ncclGetLastError(nullptr)).find(*slot ? "CHORUS_SLOT_BYTES" : "NCCL_BUFFSIZE"),
+              std::string::npos)
+        << ncclGetLastError(nullptr);
   }
 }
 
