@@ -18,8 +18,9 @@
 #        VARIANTS="label:VAR=VAL[,VAR=VAL] ...": also run each backend with these
 #        settings ("Chorus <backend>-label"), alternating with the others, e.g.
 #        VARIANTS="noinline:CHORUS_NET_INLINE=0"
-#        MPI_EXTRA="...": extra mpirun arguments, e.g. "--mca mpi_yield_when_idle 1" when
-#        the "nodes" together have more ranks than the machine has cores (2x2 here)
+#        MPI_EXTRA="...": extra mpirun arguments (over veth, "--mca mpi_yield_when_idle 1"
+#        is added by itself when the "nodes" together have more ranks than the machine
+#        has cores, as OpenMPI does on its own for an oversubscribed host)
 #        MIN_MPI_RATIO=0.5: before measuring, OpenMPI's 2x1 busbw at 8 MiB must reach
 #        this fraction of iperf3's bidirectional rate on each link, else the run
 #        stops (a misconfigured OpenMPI makes every ratio against it meaningless)
@@ -46,8 +47,7 @@ PREFIX=chnc$$
 SUBNET=$((150 + $$ % 50))
 MPI_START_S=${MPI_START_S:-60}
 MPIRUN=(mpirun --oversubscribe --allow-run-as-root --mca btl tcp,self)
-# Extra mpirun arguments (e.g. MPI_EXTRA="--mca mpi_yield_when_idle 1" where the
-# "nodes" share fewer cores than they have ranks).
+# Extra mpirun arguments (MPI_EXTRA).
 read -r -a _mpi_extra <<<"${MPI_EXTRA:-}"
 MPIRUN+=("${_mpi_extra[@]}")
 
@@ -101,12 +101,20 @@ mpi_job() {  # link layout out
     chmod +x "$agent"
     : >"$hosts"
     for ((i = 0; i < nn; i++)); do echo "n$i slots=$per" >>"$hosts"; done
+    # Each namespace's hostfile entry has room for its ranks, so OpenMPI does
+    # not see that all of them share this machine's cores, and its ranks spin.
+    # Where they outnumber the cores, ask for what it picks by itself on an
+    # oversubscribed host (the lo case above): yield while idle.
+    local -a yield=()
+    if [ $((nn * per)) -gt "$(nproc)" ] && [[ "${MPI_EXTRA:-}" != *mpi_yield_when_idle* ]]; then
+      yield=(--mca mpi_yield_when_idle 1)
+    fi
     # routed=direct and no tree spawn: mpirun reaches every daemon itself
     # (without them its launch across namespaces fails now and then with
     # "ORTE does not know how to route a message to the specified daemon").
     local try rc
     for try in 1 2 3; do
-      netns_run "$PREFIX" 0 timeout 900 "${MPIRUN[@]}" --hostfile "$hosts" --mca plm_rsh_agent "$agent" \
+      netns_run "$PREFIX" 0 timeout 900 "${MPIRUN[@]}" "${yield[@]}" --hostfile "$hosts" --mca plm_rsh_agent "$agent" \
         --mca plm_rsh_no_tree_spawn 1 --mca routed direct --mca oob_tcp_if_include cnet0 --mca btl_tcp_if_include cnet0 --map-by node --bind-to none -np $((nn * per)) \
         "$BIN/mpi_allreduce_bench" "${SWEEP[@]}" >"$out" 2>&1 &
       mpi_started "$!" "$out"
