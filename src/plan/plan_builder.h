@@ -133,7 +133,8 @@ bool wireChainLayout(const PlanBuilder& b);
 bool wireChainToOwnersAcrossHosts(const PlanBuilder& b, const Task& t);
 ncclResult_t expandWireChainToOwners(PlanBuilder& b, const Task& t);
 
-// Elements of one ring chunk: half a FIFO, so a step never waits for room.
-size_t ringChunkElems(const PlanBuilder& b, Proto proto, size_t esz);
+// Elements of one step chunk through connectors of class `cls`: half a FIFO
+// of pieces, so a step never waits for room.
+size_t halfFifoElems(const PlanBuilder& b, ConnClass cls, Proto proto, size_t esz);
 
 }  // namespace chorus

@@ -25,8 +25,7 @@ ncclResult_t expandDirect(PlanBuilder& b, const Task& t, const TuneDecision& d) 
     return fail(ncclInternalError, "direct schedule requested for %s on %d ranks", collName(t.type), n);
   if (t.count == 0) return ncclSuccess;
   const size_t esz = typeSize(t.dtype);
-  const uint64_t chunk =
-      std::max<size_t>(1, b.pieceBytes(ConnClass::Direct, d.proto) / esz) * std::max<uint32_t>(1, b.nslots() / 2);
+  const uint64_t chunk = halfFifoElems(b, ConnClass::Direct, d.proto, esz);
   for (int dist = 1; dist < n; dist *= 2) {
     const int peer = b.rank() ^ dist;
     sched::Segment s = b.segment(t, sched::SegmentKind::DirectPair);

@@ -47,7 +47,7 @@ ncclResult_t hierChannel(PlanBuilder& b, const Task& t, const TuneDecision& d, c
   s.pos = links.localPos;
   s.nranks2 = H;
   s.pos2 = links.interPos;
-  s.roundElems = ringChunkElems(b, d.proto, typeSize(t.dtype)) * static_cast<size_t>(G);
+  s.roundElems = halfFifoElems(b, ConnClass::Ring, d.proto, typeSize(t.dtype)) * static_cast<size_t>(G);
   if (t.sendbuff == t.recvbuff) s.flags |= sched::kSegInPlace;
   if (G > 1) {
     CHORUS_CHECK(connect(b, d.proto, kIntraScatterBase + ch, links.localPrev, links.localNext,

@@ -19,8 +19,8 @@ using sched::RingAction;
 using sched::Segment;
 using sched::SegmentKind;
 
-size_t ringChunkElems(const PlanBuilder& b, Proto proto, size_t esz) {
-  size_t piece = std::max<size_t>(1, b.pieceBytes(ConnClass::Ring, proto) / esz);
+size_t halfFifoElems(const PlanBuilder& b, ConnClass cls, Proto proto, size_t esz) {
+  const size_t piece = std::max<size_t>(1, b.pieceBytes(cls, proto) / esz);
   return piece * std::max<uint32_t>(1, b.nslots() / 2);
 }
 
@@ -48,7 +48,7 @@ ncclResult_t ringRounds(PlanBuilder& b, const Task& t, const TuneDecision& d) {
   const SegmentKind kind = allReduce                       ? SegmentKind::RingAllReduce
                            : t.type == CollType::AllGather ? SegmentKind::RingGather
                                                            : SegmentKind::RingScatter;
-  const size_t chunk = ringChunkElems(b, d.proto, esz);
+  const size_t chunk = halfFifoElems(b, ConnClass::Ring, d.proto, esz);
   for (int ch = 0; ch < d.nchannels; ++ch) {
     const sched::Range range = sched::splitAligned(t.count, d.nchannels, ch, alignElems(esz));
     if (range.count == 0) continue;
