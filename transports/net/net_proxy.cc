@@ -323,7 +323,9 @@ bool NetProxy::pass(std::vector<std::shared_ptr<NetLink>>& links, bool* busy) {
       ++i;
       continue;
     }
+    const uint64_t movedBefore = l.sender ? l.posted : l.completed;
     stepLink(l, &progressed, busy);
+    slotMoves_.fetch_add((l.sender ? l.posted : l.completed) - movedBefore, std::memory_order_relaxed);
     if (!l.retired.load(std::memory_order_acquire)) {
       ++i;
       continue;

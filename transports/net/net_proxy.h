@@ -59,6 +59,10 @@ class NetProxy {
   size_t linkCount();
   // Progress passes over the links so far: how often the proxy polled (tests).
   uint64_t passCount() const { return passes_.load(std::memory_order_relaxed); }
+  // Slots the proxy thread itself moved so far (a sender's isends posted, a
+  // receiver's receives landed), as against those the executors moved inline
+  // (tests).
+  uint64_t slotMoveCount() const { return slotMoves_.load(std::memory_order_relaxed); }
   // Wakes the proxy if it sleeps (any thread; net_wake.h).
   // Counted: a pass after a kick steps every link, also those whose
   // executor is present (a helper thread finished a part of a large
@@ -105,6 +109,7 @@ class NetProxy {
   int wakeFd_ = -1;  // eventfd the thread polls with the links' descriptors; -1: the cv only
   std::vector<pollfd> pollFds_;
   std::atomic<uint64_t> passes_{0};
+  std::atomic<uint64_t> slotMoves_{0};
   std::atomic<uint64_t> kicks_{0};
   uint64_t kicksSeen_ = 0;  // proxy thread: kicks_ at its last pass
   bool allInline_ = false;  // proxy thread: every link of its list moves inline
