@@ -60,6 +60,11 @@ struct ConnRequest {
   std::shared_ptr<const topo::GpuNicRoutes> nicRoutes;
 };
 
+// A sender's check of the receiver's FIFO geometry (`peerSlotBytes` x
+// `peerNslots`) against its own request: ncclInvalidUsage, naming the
+// settings that must agree, when they differ.
+ncclResult_t checkPeerSlots(const char* transport, const ConnRequest& req, uint32_t peerSlotBytes, uint32_t peerNslots);
+
 class Transport {
  public:
   virtual ~Transport() = default;

@@ -8,6 +8,7 @@
 #include <iterator>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "chorus_topo/plan_report.h"
 #include "chorus_topo/report.h"
@@ -138,9 +139,8 @@ int parseArgs(int argc, char** argv, Options* o) {
       o->topoSection = false;
       continue;
     }
-    static const char* const kWithValue[] = {"--topo",    "--synthetic", "--hosts",     "--nranks",
-                                             "--rings",   "--coll",      "--min",       "--min-bytes",
-                                             "--max",     "--max-bytes", "--factor",    "--rank"};
+    static const char* const kWithValue[] = {"--topo", "--synthetic", "--hosts", "--nranks",    "--rings",  "--coll",
+                                             "--min",  "--min-bytes", "--max",   "--max-bytes", "--factor", "--rank"};
     if (std::find(std::begin(kWithValue), std::end(kWithValue), a) == std::end(kWithValue))
       return fprintf(stderr, "chorus-topo: unknown option %s (see --help)\n", a.c_str()), -1;
     if ((v = value()) == nullptr) return fprintf(stderr, "chorus-topo: %s needs a value\n", a.c_str()), -1;
@@ -247,6 +247,12 @@ int main(int argc, char** argv) {
   if (resolveCommConfig(nullptr, nullptr, &cfg) != ncclSuccess) {
     fprintf(stderr, "chorus-topo: %s\n", lastErrorMessage());
     return 1;
+  }
+  // Collective slots widen where every host holds one rank, as at init (comm_lifecycle.cc).
+  if (cfg.slotBytesAuto) {
+    std::vector<int> ranksOnHost(static_cast<size_t>(std::max(g.nhosts, 1)), 0);
+    for (const int host : g.hostOfRank) ++ranksOnHost[static_cast<size_t>(host)];
+    cfg.collSlotBytes = slotBytesForPlacement(g.nranks, *std::max_element(ranksOnHost.begin(), ranksOnHost.end()));
   }
   // GPU communicators may use every channel the graph found unless a knob caps them.
   if (!g.cpuDevices && params::maxChannels() <= 0 && params::maxCtas() <= 0)

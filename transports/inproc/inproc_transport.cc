@@ -110,6 +110,8 @@ ncclResult_t InprocTransport::connectSend(const ConnRequest& req, const PeerInfo
   if (req.deviceMemory != (fifo.deviceBase != nullptr))
     return fail(ncclInvalidUsage, "inproc: %s: one rank runs in GPU mode and the other in host mode",
                 req.label.c_str());
+  const auto* ctl = static_cast<const FifoControl*>(fifo.memory.get());
+  CHORUS_CHECK(checkPeerSlots("inproc", req, ctl->slotBytes, ctl->nslots));
   *end = viewOf(fifo, req.peerRank);
   return ncclSuccess;
 }

@@ -105,11 +105,7 @@ ncclResult_t NetTransport::connectSend(const ConnRequest& req, const PeerInfo& p
                 "net: %s: rank %d listens with another network backend than this rank's %s (set NCCL_NET and "
                 "NCCL_NET_PLUGIN the same on every rank)",
                 req.label.c_str(), req.peerRank, net->name);
-  if (hdr.slotBytes != req.slotBytes || hdr.nslots != req.nslots)
-    return fail(ncclInvalidUsage,
-                "net: %s: rank %d uses %u x %u B slots, this rank %u x %u B (CHORUS_SLOTS and "
-                "CHORUS_SLOT_BYTES must match on every rank)",
-                req.label.c_str(), req.peerRank, hdr.nslots, hdr.slotBytes, req.nslots, req.slotBytes);
+  CHORUS_CHECK(checkPeerSlots("net", req, hdr.slotBytes, hdr.nslots));
   const int dev = req.channel % ndev;
   auto link = std::make_shared<NetLink>(true, net, linkLabel(req, net, dev));
   link->kernelDriven = req.deviceMemory;

@@ -41,11 +41,7 @@ ncclResult_t decodeP2pHandle(const std::vector<uint8_t>& bytes, const ConnReques
   if (h.bytes != sizeof(P2pHandle))
     return fail(ncclInternalError, "p2p: %s: handle from rank %d says it has %u bytes, expected %zu", req.label.c_str(),
                 req.peerRank, h.bytes, sizeof(P2pHandle));
-  if (h.slotBytes != req.slotBytes || h.nslots != req.nslots)
-    return fail(ncclInvalidUsage,
-                "p2p: %s: rank %d uses %u x %u B slots, this rank %u x %u B (CHORUS_SLOTS, "
-                "CHORUS_SLOT_BYTES and CHORUS_LL_SLOT_BYTES must match on every rank)",
-                req.label.c_str(), req.peerRank, h.nslots, h.slotBytes, req.nslots, req.slotBytes);
+  CHORUS_CHECK(checkPeerSlots("p2p", req, h.slotBytes, h.nslots));
   if (h.nslots == 0 || h.nslots > kMaxFifoSlots || h.slotBytes == 0 ||
       h.totalBytes != fifoTotalBytes(h.slotBytes, h.nslots))
     return fail(ncclInternalError, "p2p: %s: handle from rank %d describes a malformed FIFO (%u x %u B, %llu bytes)",

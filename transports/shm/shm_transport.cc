@@ -132,6 +132,7 @@ ncclResult_t ShmTransport::connectSend(const ConnRequest& req, const PeerInfo& p
   auto* ctl = static_cast<FifoControl*>(mem.get());
   if (ctl->magic != kFifoMagic || fifoTotalBytes(ctl->slotBytes, ctl->nslots) > static_cast<size_t>(st.st_size))
     return fail(ncclSystemError, "shm: segment %s for %s is not a Chorus FIFO", path.c_str(), req.label.c_str());
+  CHORUS_CHECK(checkPeerSlots("shm", req, ctl->slotBytes, ctl->nslots));
   ctl->senderPid = getpid();
   *end = viewOf(mem, req.peerRank, peer.pid);
   return mapFifoEndForKernels(req, "shm", end);
