@@ -54,8 +54,9 @@ int64_t stallWarnMsFromSeconds(int64_t seconds);
 // (`cpus` <= 0: unknown), where a rank that spins burns the time slice the
 // peer it waits for needs.
 constexpr int64_t kDefaultSpinCount = 500;
+constexpr bool ranksOutnumberCpus(int machineRanks, long cpus) { return cpus > 0 && machineRanks > cpus; }
 constexpr int64_t autoSpinCount(int machineRanks, long cpus) {
-  return cpus > 0 && machineRanks > cpus ? 0 : kDefaultSpinCount;
+  return ranksOutnumberCpus(machineRanks, cpus) ? 0 : kDefaultSpinCount;
 }
 
 // The Simple slot of collective connectors when the user chose none: with

@@ -119,6 +119,7 @@ ncclResult_t exchangePeers(ncclComm* comm, const WaitBound& bound) {
   comm->conns =
       std::make_unique<ConnectionTable>(comm->id.rank, comm->bootstrap.get(), std::move(peers), comm->id.commHash,
                                         comm->config.timeoutMs, &comm->traffic, comm->config.netName);
+  comm->conns->setCoresShared(ranksOutnumberCpus(comm->id.machineNRanks, sysconf(_SC_NPROCESSORS_ONLN)));
   CHORUS_CHECK(topo::buildCommTopology(comm, topoRecords, bound));
   if (!comm->id.hostMode) {
     topo::GpuNicRoutes routes = topo::gpuNicRoutes(*comm->topology, comm->id.rank);

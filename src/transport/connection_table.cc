@@ -61,6 +61,7 @@ ConnRequest ConnectionTable::requestFor(const ConnKey& key, int from, int to, ui
   req.waitLimitMs = waitLimitMs_;
   req.netName = netName_;
   req.nicRoutes = nicRoutes_;
+  req.coresShared = coresShared_;
   return req;
 }
 

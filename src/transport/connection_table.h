@@ -76,6 +76,8 @@ class ConnectionTable final : public ConnectorSource {
   // GPU mode: this rank's GPU-NIC routes, set once the topology is built
   // (connections made later carry them: ConnRequest::nicRoutes).
   void setNicRoutes(std::shared_ptr<const topo::GpuNicRoutes> routes) { nicRoutes_ = std::move(routes); }
+  // The ranks on this machine outnumber its CPUs (ConnRequest::coresShared).
+  void setCoresShared(bool shared) { coresShared_ = shared; }
 
  private:
   struct PendingSend {
@@ -94,6 +96,7 @@ class ConnectionTable final : public ConnectorSource {
   TrafficStats* traffic_;
   std::string netName_;
   std::shared_ptr<const topo::GpuNicRoutes> nicRoutes_;
+  bool coresShared_ = false;
   std::map<ConnKey, std::unique_ptr<RecvConnector>> recvs_;
   std::map<ConnKey, std::unique_ptr<SendConnector>> sends_;
   std::vector<PendingSend> pending_;

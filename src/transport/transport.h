@@ -58,6 +58,9 @@ struct ConnRequest {
   // GPU mode: how far this rank's GPU is from each NIC (the network
   // transport's GPUDirect choice); null when the topology does not say.
   std::shared_ptr<const topo::GpuNicRoutes> nicRoutes;
+  // More ranks on this machine than CPUs: the connector's executor is often
+  // off its core, so whatever moves the connector must not count on it.
+  bool coresShared = false;
 };
 
 // A sender's check of the receiver's FIFO geometry (`peerSlotBytes` x

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "common/rank_runner.h"
 #include "core/params.h"
@@ -66,6 +67,20 @@ TEST(NetTransport, ConnectsAcrossHostsAndSameHostOnlyWithoutShm) {
   ScopedEnv noShm(EnvList{{"NCCL_SHM_DISABLE", "1"}});
   EXPECT_TRUE(t.canConnect(peerOn(0, 1, 1), peerOn(1, 1, 2)));
   EXPECT_FALSE(t.canConnect(peerOn(0, 1, 1), peerOn(1, 1, 1)));
+}
+
+// While executors move their links themselves the proxy looks again after
+// 500 us, then twice as long each time up to 4 ms; a hand-over (kick) brings
+// it back to 500 us, and where ranks outnumber the CPUs it stays there.
+TEST(NetProxyWait, PresentExecutorsStretchTheProxysLooksUnlessCoresAreShared) {
+  using std::chrono::microseconds;
+  microseconds grown(500);
+  std::vector<long> waits;
+  for (int i = 0; i < 5; ++i) waits.push_back(nextPresentWait(&grown, false, false).count());
+  EXPECT_EQ(waits, (std::vector<long>{500, 1000, 2000, 4000, 4000}));
+  EXPECT_EQ(nextPresentWait(&grown, true, false).count(), 500) << "a kick";
+  EXPECT_EQ(nextPresentWait(&grown, false, false).count(), 1000);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(nextPresentWait(&grown, false, true).count(), 500) << "cores shared, " << i;
 }
 
 TEST_F(NetTransportPair, SlotsArriveInOrderWithTheirSizes) {

@@ -85,8 +85,9 @@ struct NetLink {
   // GPU mode: a kernel moves the FIFO counters and cannot ring the doorbell,
   // so the proxy keeps polling the link (sleeps bounded by CHORUS_NET_POLL_MAX_US).
   bool kernelDriven = false;
-  int64_t waitLimitMs = 0;  // the communicator's CHORUS_TIMEOUT_MS (0: no limit)
-  int64_t ackDelayUs = 0;   // receiver: CHORUS_NET_ACK_DELAY_US when the link was made
+  bool coresShared = false;  // ConnRequest::coresShared: the proxy looks at it as often as ever
+  int64_t waitLimitMs = 0;   // the communicator's CHORUS_TIMEOUT_MS (0: no limit)
+  int64_t ackDelayUs = 0;    // receiver: CHORUS_NET_ACK_DELAY_US when the link was made
   // Host mode: slots travel with their fingerprints, and a reverse
   // connection brings the receiver's head and verdict back (net_wire.h).
   bool framed() const { return !kernelDriven; }

@@ -268,11 +268,11 @@ bool sideBusy(const NetLink& link) {
          (!link.sender && link.helloDone && link.revComm == nullptr && !link.reverseGone);
 }
 
-int64_t earliestAckDue(const std::vector<std::shared_ptr<NetLink>>& links) {
+int64_t earliestAckDue(const std::vector<std::shared_ptr<NetLink>>& links, int64_t presentSince) {
   int64_t earliest = INT64_MAX;
   for (const auto& l : links) {
     const int64_t due = l->ackDueNs.load(std::memory_order_relaxed);
-    if (due != 0) earliest = std::min(earliest, due);
+    if (due != 0 && !l->executorPresent(presentSince)) earliest = std::min(earliest, due);
   }
   return earliest;
 }

@@ -33,9 +33,11 @@ void stepReceiverSide(NetLink& link, bool* progressed);
 // Receiver: acks the executor's head and this rank's verdict.
 void stepReceiverAck(NetLink& link, bool* progressed);
 
-// The earliest time one of `links` must send an ack it holds back for a
-// batch (steady clock, ns), or INT64_MAX: the proxy wakes for it.
-int64_t earliestAckDue(const std::vector<std::shared_ptr<NetLink>>& links);
+// The earliest time one of `links` whose executor has not stepped it since
+// `presentSince` (NetLink::executorPresent; INT64_MAX: any link) must send
+// an ack it holds back for a batch (steady clock, ns), or INT64_MAX: the
+// proxy wakes for it (an executor that is there sends its own).
+int64_t earliestAckDue(const std::vector<std::shared_ptr<NetLink>>& links, int64_t presentSince);
 
 // The mark connection (net_link_marks.cc). Receiver: once a scatter slot
 // arrived, listens (the handle goes out in the next ack), accepts and takes

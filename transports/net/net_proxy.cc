@@ -66,6 +66,30 @@ constexpr std::chrono::microseconds kFdWaitAfter(64);
 // links an executor stepped within this window (it is there to take what
 // arrives; waking for it too would only take a core from it).
 constexpr std::chrono::microseconds kExecutorPresent(500);
+// While executors stay present the proxy looks again after kExecutorPresent,
+// then after twice as long each time they still are, up to this: each look
+// wakes the proxy on a core an executor runs on, and preempts it (on a
+// 2-core machine, about one wake per 1 MiB all-reduce cost 20-40% of its
+// rate). A hand-over still wakes the proxy at once (a kick), and the look
+// after it comes after kExecutorPresent again (links being set up hand over
+// at every step until the proxy has finished with them); only an executor
+// that stops stepping without handing over waits longer for it. Where the
+// ranks outnumber the CPUs (NetLink::coresShared) executors are off their
+// cores often, and the proxy that takes over then is what keeps data moving
+// (2 x 2 on two cores lost a third of its rate at 16 MiB): it looks every
+// kExecutorPresent there.
+constexpr std::chrono::microseconds kExecutorPresentMaxWait(4000);
+
+}  // namespace
+
+std::chrono::microseconds nextPresentWait(std::chrono::microseconds* grown, bool kicked, bool coresShared) {
+  if (kicked || coresShared) *grown = kExecutorPresent;
+  const std::chrono::microseconds wait = *grown;
+  if (!coresShared) *grown = std::min(2 * wait, kExecutorPresentMaxWait);
+  return wait;
+}
+
+namespace {
 
 // Whose turn a link is: the proxy's (`lock` now holds the link), its
 // executor's (it moves the link inline and is there, or holds the lock), or,
@@ -96,10 +120,11 @@ bool allMovedInline(const std::vector<std::shared_ptr<NetLink>>& links) {
   return std::all_of(links.begin(), links.end(), [](const auto& l) { return l->movesInline(); });
 }
 
-// `limit`, or less when a receiver link holds back an ack that is due sooner.
+// `limit`, or less when a receiver link whose executor is not there (since
+// `presentSince`) holds back an ack that is due sooner.
 std::chrono::microseconds untilAckDue(std::chrono::microseconds limit,
-                                      const std::vector<std::shared_ptr<NetLink>>& links) {
-  const int64_t due = earliestAckDue(links);
+                                      const std::vector<std::shared_ptr<NetLink>>& links, int64_t presentSince) {
+  const int64_t due = earliestAckDue(links, presentSince);
   if (due == INT64_MAX) return limit;
   const auto left = std::chrono::microseconds(std::max<int64_t>(0, (due - NetLink::nowNs()) / 1000 + 1));
   return std::min(limit, left);
@@ -114,7 +139,7 @@ void netProxyKick() {
   if (p != nullptr) p->kick();
 }
 
-NetProxy::NetProxy() : pid_(getpid()) {
+NetProxy::NetProxy() : pid_(getpid()), presentWait_(kExecutorPresent) {
   bell_.owner = this;
   bell_.wake = &NetProxy::onRing;
   wakeFd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -312,6 +337,7 @@ bool NetProxy::pass(std::vector<std::shared_ptr<NetLink>>& links, bool* busy) {
   const uint64_t kicks = kicks_.load(std::memory_order_acquire);
   const bool kicked = kicks != kicksSeen_;
   kicksSeen_ = kicks;
+  kickedLastPass_ = kicked;
   // After a kick nobody counts as present: whatever was handed over is taken.
   const int64_t presentSince =
       kicked ? INT64_MAX : NetLink::nowNs() - std::chrono::nanoseconds(kExecutorPresent).count();
@@ -371,27 +397,29 @@ void NetProxy::sleep(std::chrono::microseconds limit, std::vector<std::shared_pt
 // the condition variable for `limit`.
 void NetProxy::waitForWork(std::chrono::microseconds limit, std::vector<std::shared_ptr<NetLink>>& links) {
   bool allFds = wakeFd_ >= 0 && (limit >= kFdWaitAfter || allInline_);
-  bool present = false;
+  bool present = false, coresShared = false;
   const int64_t presentSince = NetLink::nowNs() - std::chrono::nanoseconds(kExecutorPresent).count();
   pollFds_.clear();
   if (allFds) pollFds_.push_back(pollfd{wakeFd_, POLLIN, 0});
   for (size_t i = 0; i < links.size() && allFds; ++i) {
     NetLink& l = *links[i];
     // A link its executor is moving adds no descriptors: that executor takes
-    // what arrives, and the proxy looks again after kExecutorPresent.
+    // what arrives, and the proxy looks again after presentWait_.
     std::unique_lock<std::mutex> linkLock(l.moveMu, std::defer_lock);
     const LinkTurn turn = takeTurn(l, presentSince, linkLock, /*forPass=*/false);
     if (turn == LinkTurn::HandedOver) return;  // work to do: no sleep
     if (turn == LinkTurn::Executor) {
       present = true;
+      coresShared = coresShared || l.coresShared;
       continue;
     }
     allFds = linkPollFds(l, &pollFds_);
   }
-  // A held-back ack that falls due wakes the proxy, unless an executor is
-  // present: it sends its own (waking for it would only spin), and the proxy
-  // looks again after kExecutorPresent.
-  const std::chrono::microseconds ackLimit = present ? kFdWaitSafety : untilAckDue(kFdWaitSafety, links);
+  // A held-back ack that falls due wakes the proxy, unless its link's
+  // executor is present: it sends its own (waking for it would only spin).
+  // The links of an executor that moved on to other links (an idle ring
+  // after a setup call) still get theirs on time.
+  const std::chrono::microseconds ackLimit = untilAckDue(kFdWaitSafety, links, present ? presentSince : INT64_MAX);
   if (!allFds) {
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait_for(lock, std::min(limit, ackLimit), [this] { return woken_; });
@@ -405,8 +433,9 @@ void NetProxy::waitForWork(std::chrono::microseconds limit, std::vector<std::sha
       return;
     }
   }
-  const auto wait =
-      present ? kExecutorPresent : std::min(std::max<std::chrono::microseconds>(limit, kFdWaitSafety), ackLimit);
+  if (!present) presentWait_ = kExecutorPresent;
+  const auto wait = present ? std::min(nextPresentWait(&presentWait_, kickedLastPass_, coresShared), ackLimit)
+                            : std::min(std::max<std::chrono::microseconds>(limit, kFdWaitSafety), ackLimit);
   const timespec ts{static_cast<time_t>(wait.count() / 1000000), static_cast<long>(wait.count() % 1000000) * 1000};
   (void)ppoll(pollFds_.data(), pollFds_.size(), &ts, nullptr);
   uint64_t count = 0;
@@ -445,6 +474,7 @@ void NetProxy::run() {
     });
     if (res != ncclSuccess) failAll(links, res);
     if (moved) {
+      presentWait_ = kExecutorPresent;
       lastMove = ProxyClock::now();
       continue;
     }

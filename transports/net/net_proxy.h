@@ -34,6 +34,13 @@
 
 namespace chorus {
 
+// How long the proxy sleeps while some link's executor is present (it moves
+// that link itself): `*grown` (500 us after a kick, where executors share
+// cores, or once no executor was present), which then doubles up to 4 ms
+// for the next such sleep (net_proxy.cc: kExecutorPresent,
+// kExecutorPresentMaxWait).
+std::chrono::microseconds nextPresentWait(std::chrono::microseconds* grown, bool kicked, bool coresShared);
+
 class NetProxy {
  public:
   static NetProxy& forThisProcess();
@@ -113,6 +120,10 @@ class NetProxy {
   std::atomic<uint64_t> kicks_{0};
   uint64_t kicksSeen_ = 0;  // proxy thread: kicks_ at its last pass
   bool allInline_ = false;  // proxy thread: every link of its list moves inline
+  // Proxy thread: how long its next sleep lasts while executors are present
+  // (net_proxy.cc, kExecutorPresent doubling up to kExecutorPresentMaxWait).
+  std::chrono::microseconds presentWait_{};
+  bool kickedLastPass_ = false;  // proxy thread: its last pass followed a kick
 };
 
 }  // namespace chorus

@@ -69,6 +69,7 @@ ncclResult_t NetTransport::createRecv(const ConnRequest& req, const PeerInfo& pe
   link->waitLimitMs = req.waitLimitMs;
   link->ackDelayUs = params::netAckDelayUs();
   link->kernelDriven = req.deviceMemory;
+  link->coresShared = req.coresShared;
   link->dev = dev;
   if (!link->kernelDriven && params::netUserMemory() != 0) link->landingRecv = netLandingRecvFor(net);
   if (link->landingRecv != nullptr) link->landings = std::make_unique<LandingTable>();
@@ -109,6 +110,7 @@ ncclResult_t NetTransport::connectSend(const ConnRequest& req, const PeerInfo& p
   const int dev = req.channel % ndev;
   auto link = std::make_shared<NetLink>(true, net, linkLabel(req, net, dev));
   link->kernelDriven = req.deviceMemory;
+  link->coresShared = req.coresShared;
   link->dev = dev;
   link->waitLimitMs = req.waitLimitMs;
   const auto deadline = deadlineAfterLimit(req.waitLimitMs);
