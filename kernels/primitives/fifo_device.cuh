@@ -128,8 +128,8 @@ __device__ inline void llWrite(const DevFifo& f, uint64_t pos, const uint32_t* s
 // the slot's fingerprint, fenced so that a receiver that sees a line of the
 // piece also sees it.
 __device__ inline void stampLL(const DevFifo& f, const OpPrint& print) {
-  if (f.prints == nullptr || print.valid == 0) return;
-  stampSlot(f, *f.position, print);
+  if (f.prints == nullptr) return;
+  stampSlot(f, *f.position, print);  // an unstamped call clears the slot's print of nslots pieces ago
   __threadfence_system();
 }
 

@@ -82,7 +82,7 @@ class LaunchBuilder {
       const int32_t* planTable = seg.ringTable >= 0 ? plan_.rankTable.data() + seg.ringTable : nullptr;
       largestStep =
           std::max(largestStep, largestHalfFifoStepBytes(seg, planTable, typeSize(plan_.tasks[seg.task].dtype)));
-      LaneEnds ends{laneId, &drains, &minSlot, &minSlots};
+      LaneEnds ends{laneId, lane.proto == Proto::LL, &drains, &minSlot, &minSlots};
       bool peerReads = false;
       for (int16_t& c : seg.conn) {
         if (c == sched::kNoConn) continue;
@@ -126,6 +126,7 @@ class LaunchBuilder {
   // What registering a connector of lane `laneId` updates.
   struct LaneEnds {
     int laneId;
+    bool ll;                   // the lane runs the LL protocol
     std::vector<int>* drains;  // fifos of send ends the lane drains
     uint32_t* minSlot;         // the smallest slot of the lane's connectors
     uint32_t* minSlots;        // the fewest slots of the lane's connectors
@@ -139,6 +140,15 @@ class LaunchBuilder {
     const ConnRef& ref = plan_.conns[static_cast<size_t>(conn)];
     if (ref.recv == nullptr && ref.send == nullptr)
       return fail(ncclInternalError, "GPU plan: connector %d of lane %d has no end", conn, ends.laneId);
+    // An LL sender never advances the FIFO's tail (its lines carry their own
+    // flags), and a network link's mover sends only what lies below the tail:
+    // LL over the network would wait forever. The tuner keeps LL off such
+    // links in GPU mode; a plan that still has one is refused here.
+    if (ends.ll && ref.end().health != nullptr)
+      return fail(ncclInvalidUsage,
+                  "GPU plan: lane %d would run LL over connector %d, a network link to rank %d; in GPU mode network "
+                  "links carry the Simple protocol only (do not force NCCL_PROTO=LL across hosts)",
+                  ends.laneId, conn, ref.end().peer);
     CHORUS_CHECK(fifoIndex(ref, ends.laneId, out, idx));
     if (ref.send != nullptr && drained(plan_, ref.send)) ends.drains->push_back(*idx);
     *ends.minSlot = std::min(*ends.minSlot, ref.end().slotBytes);

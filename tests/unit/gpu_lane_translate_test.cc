@@ -452,6 +452,30 @@ TEST_F(LaneTranslate, LLPiecesCarryHalfASlotAtMostFourKiB) {
   EXPECT_EQ(launches[0].lanes[0].pieceBytes, 4096u);
 }
 
+// The tuner keeps LL off network links in GPU mode (an LL sender never
+// advances the tail the network mover sends below); a plan that has one
+// anyway is refused, naming the lane and the peer, instead of hanging.
+TEST_F(LaneTranslate, RefusesLLOverANetworkLink) {
+  HostFifo local(8192, 4, 0, 1);
+  HostFifo network(8192, 4, 0, 1, false, std::make_shared<LinkHealth>());
+  const uint16_t t = addTask(ncclFloat32, ReduceKind::Sum);
+  addLanes(1, 8192, Proto::LL);
+  plan.lanes[0].segments = {single(t, kNoConn, conn(local.send.get()), 10)};
+  ASSERT_EQ(translate(), ncclSuccess) << ncclGetLastError(nullptr);
+
+  launches.clear();
+  plan.lanes[0].segments = {single(t, kNoConn, conn(network.send.get()), 10)};
+  EXPECT_EQ(translate(), ncclInvalidUsage);
+  const std::string why = ncclGetLastError(nullptr);
+  EXPECT_NE(why.find("lane 0 would run LL"), std::string::npos) << why;
+  EXPECT_NE(why.find("network link to rank 1"), std::string::npos) << why;
+
+  launches.clear();
+  plan.lanes[0].proto = Proto::Simple;
+  plan.lanes[0].pieceBytes = 8192;
+  EXPECT_EQ(translate(), ncclSuccess) << "Simple over the same link: " << ncclGetLastError(nullptr);
+}
+
 TEST_F(LaneTranslate, RefusesAConnectorSharedByTwoLanes) {
   HostFifo f(kSlot, 4, 0, 1);
   const uint16_t t = addTask(ncclFloat32, ReduceKind::Sum);

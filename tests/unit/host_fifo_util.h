@@ -15,7 +15,9 @@ struct HostFifo {
   std::unique_ptr<SendConnector> send;
   std::unique_ptr<RecvConnector> recv;
   // peerReads: the receiver may read the sender's buffers (zero-copy sends).
-  HostFifo(uint32_t slotBytes, uint32_t nslots, int senderRank, int receiverRank, bool peerReads = false)
+  // health: set where the FIFO stands for a network link (a proxy moves it).
+  HostFifo(uint32_t slotBytes, uint32_t nslots, int senderRank, int receiverRank, bool peerReads = false,
+           std::shared_ptr<LinkHealth> health = nullptr)
       : memory(fifoTotalBytes(slotBytes, nslots) + 4096) {
     char* base = memory.data() + (4096 - reinterpret_cast<uintptr_t>(memory.data()) % 4096) % 4096;
     fifoInit(base, slotBytes, nslots, 0);
@@ -26,6 +28,7 @@ struct HostFifo {
     end.nslots = nslots;
     end.peer = receiverRank;
     end.peerReadsOurBuffers = peerReads;
+    end.health = std::move(health);
     send = std::make_unique<SendConnector>(end);
     end.peer = senderRank;
     end.peerReadsOurBuffers = false;
