@@ -178,6 +178,17 @@ CHORUS_HD CHORUS_INLINE LaneFailure opMismatch(int lane, int rank, int peer, con
   return f;
 }
 
+// A mismatch as the lower-numbered rank of the pair describes it. The two
+// GPU ends of a FIFO can find the same mismatch at once and leave it on the
+// FIFO with plain stores (atomics need not work across PCIe); written in
+// one orientation, both writes hold the same bytes, so they cannot tear
+// into a record that mixes the two. Records with a fingerprint missing or
+// a wait-cycle mark keep their orientation (their text depends on it).
+CHORUS_HD CHORUS_INLINE OpMismatchRecord canonicalMismatch(const OpMismatchRecord& r) {
+  if (r.rank <= r.peer || r.mine.valid == 0 || r.theirs.valid == 0 || r.mine.pad != 0) return r;
+  return OpMismatchRecord{r.theirs, r.mine, r.peer, r.rank};
+}
+
 CHORUS_HD CHORUS_INLINE LaneFailure sizeMismatch(int lane, int peer, uint32_t got, uint32_t expected) {
   LaneFailure f;
   f.status = static_cast<int32_t>(LaneStatus::SizeMismatch);

@@ -69,13 +69,14 @@ __device__ __forceinline__ void stampSlot(const DevFifo& f, uint64_t pos, const 
 
 // Leaves `r` on the FIFO unless a verdict is there already. Plain stores,
 // not a compare-and-swap: atomics need not work across PCIe; two ends
-// racing to write describe the same mismatch.
+// racing to write describe the same mismatch, and step::canonicalMismatch
+// makes them write the same bytes.
 __device__ inline void setVerdict(const DevFifo& f, const OpMismatchRecord& r) {
   if (f.prints == nullptr) return;
   volatile uint32_t* v = &f.prints->verdict;
   if (*v != 0) return;
   *v = 1;
-  storeWords(&f.prints->mismatch, r);
+  storeWords(&f.prints->mismatch, step::canonicalMismatch(r));
   __threadfence_system();
   *v = 2;
 }

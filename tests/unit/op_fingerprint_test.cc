@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <memory>
 #include <string>
 
@@ -134,6 +135,31 @@ TEST(OpFingerprint, MismatchMessageForPointToPoint) {
   const OpPrint send = makeOpPrint(CollType::Send, 1000, ncclFloat32, ReduceKind::Sum, 1, 3);
   EXPECT_EQ(lane(step::opMismatch(0, 1, 0, recv, send), 1),
             "send #3 from rank 0 to rank 1: rank 1 called Recv(2000 x float), rank 0 called Send(1000 x float)");
+}
+
+TEST(OpFingerprint, BothEndsOfAFifoLeaveTheSameVerdictBytes) {
+  // Ranks 0 and 1 disagree on the count; each end finds it on the slot it received.
+  const OpPrint call0 = allReduce(1000), call1 = allReduce(2000);
+  const OpMismatchRecord by0 = step::canonicalMismatch(step::opMismatch(0, 0, 1, call0, call1).mismatch);
+  const OpMismatchRecord by1 = step::canonicalMismatch(step::opMismatch(3, 1, 0, call1, call0).mismatch);
+  EXPECT_EQ(std::memcmp(&by0, &by1, sizeof(by0)), 0);
+  EXPECT_EQ(text(by1),
+            "op #17: rank 0 called AllReduce(1000 x float, sum), rank 1 called AllReduce(2000 x float, sum)");
+  // Point to point: the receiver's view turned around still names the right sender.
+  const OpPrint recv = makeOpPrint(CollType::Recv, 2000, ncclFloat32, ReduceKind::Sum, 0, 3);
+  const OpPrint send = makeOpPrint(CollType::Send, 1000, ncclFloat32, ReduceKind::Sum, 1, 3);
+  EXPECT_EQ(text(step::canonicalMismatch(step::opMismatch(0, 1, 0, recv, send).mismatch)),
+            "send #3 from rank 0 to rank 1: rank 0 called Send(1000 x float), rank 1 called Recv(2000 x float)");
+}
+
+TEST(OpFingerprint, RecordsWhoseTextDependsOnTheirOrientationKeepIt) {
+  OpMismatchRecord unstamped = step::opMismatch(0, 1, 0, allReduce(8), OpPrint{}).mismatch;
+  OpMismatchRecord cycle = step::opMismatch(0, 1, 0, allReduce(8), allReduce(16)).mismatch;
+  cycle.mine.pad = kWaitCycleMark;
+  for (const OpMismatchRecord& r : {unstamped, cycle}) {
+    const OpMismatchRecord c = step::canonicalMismatch(r);
+    EXPECT_EQ(std::memcmp(&c, &r, sizeof(r)), 0) << text(r);
+  }
 }
 
 TEST(OpFingerprint, FifoCarriesPrintsAndOneVerdict) {
