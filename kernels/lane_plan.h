@@ -26,6 +26,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/common/lane_wait_word.h"
 #include "kernels/common/reduce_kind.h"
 #include "kernels/common/step_rules.h"
 #include "nccl.h"
@@ -96,15 +97,14 @@ using LaneStatusRecord = step::LaneFailure;
 
 // What a communicator's lanes tell the host about their waits, for the stall
 // report (docs/reliability.md, "Stall reports"); mapped host memory, one
-// entry per lane of a launch. Written by thread 0 of a waiting lane from the
+// word per lane of a launch (step::packLaneWait's layout, so the host never
+// reads half of an update). Written by thread 0 of a waiting lane from the
 // Waiter's slow path, only when the value changes: when the lane last made
 // progress (%globaltimer) and on whom it waits; a lane that ends writes its
-// end time and peer -1. The host compares what it reads over time: nothing
+// end time and no peer. The host compares what it reads over time: nothing
 // changed while the communicator's kernels run = no progress.
 struct LaneWaits {
-  uint64_t progressNs[64];
-  int32_t peer[64];
-  int32_t receiving[64];
+  uint64_t word[64];
 };
 
 // One launch as the host describes it. The three arrays are in host memory:

@@ -65,10 +65,9 @@ class Waiter {
   __device__ void publishWait(int peer, bool receiving) {
     if (threadIdx.x != 0 || launch_.waits == nullptr || start_ == published_) return;
     published_ = start_;
-    volatile LaneWaits* w = launch_.waits;
-    w->peer[blockIdx.x] = peer;
-    w->receiving[blockIdx.x] = receiving ? 1 : 0;
-    w->progressNs[blockIdx.x] = start_;
+    // One aligned 8-byte store: the host reads all of it or none of it.
+    volatile uint64_t* word = &launch_.waits->word[blockIdx.x];
+    *word = step::packLaneWait(peer, receiving, start_);
   }
 
   const LaneParams& params_;

@@ -12,31 +12,29 @@ namespace chorus::gpu {
 // A lane that has never waited: what setup writes, so that lanes a launch
 // does not use never look like a wait on rank 0.
 inline void clearLaneWaits(dev::LaneWaits* w) {
-  constexpr size_t kLanes = sizeof(w->peer) / sizeof(w->peer[0]);
-  for (size_t i = 0; i < kLanes; ++i) {
-    w->progressNs[i] = 0;
-    w->peer[i] = -1;
-    w->receiving[i] = 0;
-  }
+  for (uint64_t& word : w->word) word = step::packLaneWait(-1, false, 0);
 }
 
 struct LongestWait {
-  int peer = -1;  // -1: no lane waits
+  int peer = -1;  // -1: no lane waits, or the longest-waiting one's peer is too large to report
   bool receiving = false;
 };
 
-// The lane that has waited longest (the oldest start among lanes that name a
-// peer and have published a start) names the peer.
+// The lane that has waited longest (the oldest start among lanes that wait
+// on a peer and have published a start) names the peer. Each lane's word is
+// read once: its peer and time belong to the same update.
 inline LongestWait longestWait(const volatile dev::LaneWaits& w) {
-  constexpr size_t kLanes = sizeof(w.peer) / sizeof(w.peer[0]);
   LongestWait longest;
-  uint64_t oldest = UINT64_MAX;
-  for (size_t i = 0; i < kLanes; ++i) {
-    const uint64_t at = w.progressNs[i];
-    if (w.peer[i] < 0 || at == 0 || at >= oldest) continue;
-    oldest = at;
-    longest.peer = w.peer[i];
-    longest.receiving = w.receiving[i] != 0;
+  bool found = false;
+  uint64_t oldest = 0;
+  for (const volatile uint64_t& word : w.word) {
+    const step::LaneWait lane = step::unpackLaneWait(word);
+    if (lane.peer == -1 || lane.sinceUnits == 0) continue;
+    if (found && !step::laneWaitOlder(lane.sinceUnits, oldest)) continue;
+    found = true;
+    oldest = lane.sinceUnits;
+    longest.peer = lane.peer >= 0 ? lane.peer : -1;
+    longest.receiving = lane.receiving;
   }
   return longest;
 }

@@ -153,13 +153,13 @@ void GpuWatchdog::watchStall(ncclComm* comm, bool busy) {
   Stall& s = stalls_[comm];
   const auto now = StallWatch::Clock::now();
   const volatile dev::LaneWaits* w = comm->gpu->waitsHost;
-  constexpr size_t kLanes = sizeof(w->progressNs) / sizeof(w->progressNs[0]);
+  constexpr size_t kLanes = sizeof(w->word) / sizeof(w->word[0]);
   s.seen.resize(kLanes);
   bool changed = false;
   for (size_t i = 0; i < kLanes; ++i) {
-    const uint64_t at = w->progressNs[i];
-    changed |= at != s.seen[i];
-    s.seen[i] = at;
+    const uint64_t word = w->word[i];
+    changed |= word != s.seen[i];
+    s.seen[i] = word;
   }
   const LongestWait longest = longestWait(*w);
   const StallSubject subject{comm, longest.peer, longest.receiving, true};
