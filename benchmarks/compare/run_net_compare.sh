@@ -26,6 +26,9 @@
 #        stops (a misconfigured OpenMPI makes every ratio against it meaningless)
 #        MPI_START_S=60: an OpenMPI launch across namespaces that has printed nothing
 #        after this many seconds is stopped and tried again (at most 3 launches)
+#        NETNS_TCP_CC="cubic reno": the namespaces' TCP congestion control (netns_lib.sh;
+#        unset: the host's). With bbr and no fq qdisc a veth reorders each flow
+#        (docs/performance.md, "Reordering on the simulated link")
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"

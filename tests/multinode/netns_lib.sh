@@ -6,6 +6,8 @@
 #
 #   source netns_lib.sh
 #   netns_create PREFIX NNODES SUBNET [RATE]   # RATE e.g. 1gbit: tbf on both ends of every link
+#                                              # NETNS_TCP_CC="cubic reno": the nodes' TCP congestion
+#                                              # control, the first one the kernel takes (default: the host's)
 #   netns_addr PREFIX I                        # 10.<subnet>.0.<I+1>
 #   netns_run PREFIX I cmd...                  # run in node I with NCCL_HOSTID=<PREFIX>-nI
 #   netns_kill_node PREFIX I                   # SIGKILL every process in node I
@@ -57,6 +59,7 @@ netns_create() {
     ip -n "$sw" link set "p$i" up
     ip -n "$ns" addr add "10.$subnet.0.$((i + 1))/24" dev cnet0
     ip -n "$ns" link set cnet0 up
+    _netns_set_congestion_control "$ns" || return 1
     if [ -n "$rate" ]; then
       # Egress of the node (its sends) and egress of the switch port (its receives).
       ip netns exec "$ns" tc qdisc add dev cnet0 root tbf rate "$rate" burst 1mbit latency 100ms
@@ -64,6 +67,30 @@ netns_create() {
     fi
   done
   netns_wait_ready "$prefix" "$nnodes"
+}
+
+# A link between real hosts delivers each TCP flow in order: the NIC hashes
+# a flow to one receive queue, and the sender keeps a flow on one transmit
+# queue while it has packets in flight. A veth does neither: a packet joins
+# the receive backlog of whichever CPU sent it. With bbr and no fq qdisc (this
+# project's 2-core VM: bbr is the host's default and the kernel has no fq),
+# TCP paces each socket with its own timers and sends parts of one flow from
+# both CPUs (the timer, and acknowledgements processed in the peer's
+# softirq), so the flow arrives out of order and is retransmitted (iperf3
+# over a veth: 44,000-60,000 retransmitted segments in 3 s, none with reno).
+# NETNS_TCP_CC="cubic reno" gives the nodes a loss-based control that does
+# not pace (the first of the list the kernel accepts), and the veth then
+# delivers in order; docs/performance.md ("Reordering on the simulated
+# link") has the numbers. Unset, the nodes keep the host's control, as every
+# measurement recorded before that section did.
+_netns_set_congestion_control() {
+  local ns=$1 cc
+  [ -n "${NETNS_TCP_CC:-}" ] || return 0
+  for cc in $NETNS_TCP_CC; do
+    ip netns exec "$ns" sysctl -qw net.ipv4.tcp_congestion_control="$cc" 2>/dev/null && return 0
+  done
+  echo "netns: could not set the TCP congestion control of $ns to any of: $NETNS_TCP_CC" >&2
+  return 1
 }
 
 # Links come up asynchronously: a launcher that lists interfaces before the
