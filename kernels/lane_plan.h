@@ -46,7 +46,7 @@ constexpr uint32_t llPayloadBytes(uint32_t slotBytes) { return slotBytes / 2; }
 struct DevFifo {
   uint64_t* tail = nullptr;   // written by the sender
   uint64_t* head = nullptr;   // written by the receiver
-  uint32_t* sizes = nullptr;  // bytes of each published piece (Simple)
+  uint32_t* sizes = nullptr;  // bytes of each published piece (Simple and LL)
   char* slots = nullptr;
   uint32_t slotBytes = 0;
   uint32_t nslots = 0;

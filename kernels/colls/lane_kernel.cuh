@@ -254,7 +254,7 @@ __device__ bool llPiece(const LaneParams& P, const Fn& fn, const DevStep& s, siz
     if (!waitConnectors(P, s, bytes, false, w))
       sh.failed = 1;
     else
-      for (int i = 0; i < s.desc.nSend; ++i) stampLL(P.fifos[s.desc.send[i]], mine);
+      for (int i = 0; i < s.desc.nSend; ++i) stampLL(P.fifos[s.desc.send[i]], bytes, mine);
   }
   bool ok = true;
   for (int i = 0; i < s.desc.nRecv && ok; ++i) {

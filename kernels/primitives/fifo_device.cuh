@@ -8,12 +8,13 @@
 //   (prints), fences and publishes (tail + 1). The receiver waits for
 //   tail > head, checks the fingerprint and the size, the block reads the
 //   slot (L1-bypassing loads), then one thread frees it (head + 1).
-// LL: the sender still waits for a free slot; one thread writes the slot's
-//   fingerprint and fences, then the block publishes each 8-byte line
-//   {data, seq} with a single store; the receiver's threads spin on their own
-//   lines until the flag equals seq = position + 1 (slot memory starts zeroed,
-//   and seq grows, so stale lines never match), thread 0 checking the
-//   fingerprint once it saw its first line. Only `head` is written.
+// LL: the sender still waits for a free slot; one thread writes the piece's
+//   size (sizes[]) and the slot's fingerprint and fences, then the block
+//   publishes each 8-byte line {data, seq} with a single store; the
+//   receiver's threads spin on their own lines until the flag equals
+//   seq = position + 1 (slot memory starts zeroed, and seq grows, so stale
+//   lines never match), thread 0 checking the size and the fingerprint once
+//   it saw its first line. Only `head` is written.
 #pragma once
 
 #include <cuda/atomic>
@@ -125,18 +126,32 @@ __device__ inline void llWrite(const DevFifo& f, uint64_t pos, const uint32_t* s
 }
 
 // Sender of an LL piece (one thread, before the block writes the lines):
-// the slot's fingerprint, fenced so that a receiver that sees a line of the
-// piece also sees it.
-__device__ inline void stampLL(const DevFifo& f, const OpPrint& print) {
-  if (f.prints == nullptr) return;
-  stampSlot(f, *f.position, print);  // an unstamped call clears the slot's print of nslots pieces ago
+// the piece's size and the slot's fingerprint, fenced so that a receiver that
+// sees a line of the piece also sees them. The size lets a receiver that
+// expects a different piece fail with both sizes instead of spinning on
+// lines that never come (or silently taking a prefix of a longer piece).
+__device__ inline void stampLL(const DevFifo& f, uint32_t bytes, const OpPrint& print) {
+  const uint64_t pos = *f.position;
+  f.sizes[pos % f.nslots] = bytes;
+  if (f.prints != nullptr) stampSlot(f, pos, print);  // an unstamped call clears the slot's print of nslots pieces ago
   __threadfence_system();
 }
 
+// Receiver of an LL piece (thread 0, after it saw the piece's first line and
+// fenced): the size the sender stamped must be the piece this rank expects.
+__device__ inline bool llSizeMatches(const LaneParams& P, const DevFifo& f, uint64_t pos, uint32_t bytes) {
+  const uint32_t got =
+      cuda::atomic_ref<uint32_t, cuda::thread_scope_system>(f.sizes[pos % f.nslots]).load(cuda::memory_order_relaxed);
+  if (got == bytes) return true;
+  recordFailure(P.L.status, step::sizeMismatch(blockIdx.x, f.peer, got, bytes));
+  return false;
+}
+
 // Block-wide: waits for every line of the piece and copies the payload to
-// `stage`. Thread 0, once it saw the first line, checks the slot's
-// fingerprint against this rank's call `mine` (acceptPrint). False if this
-// thread gave up (abort, timeout, mismatch, or the block failed).
+// `stage`. Thread 0, once it saw the first line, checks the piece's size and
+// the slot's fingerprint against this rank's call `mine` (acceptPrint).
+// False if this thread gave up (abort, timeout, mismatch, or the block
+// failed).
 __device__ inline bool llRead(const LaneParams& P, const DevFifo& f, uint64_t pos, uint32_t* stage, uint32_t bytes,
                               const OpPrint& mine, Waiter& w) {
   const volatile uint64_t* lines = reinterpret_cast<const volatile uint64_t*>(slotAt(f, pos));
@@ -149,9 +164,10 @@ __device__ inline bool llRead(const LaneParams& P, const DevFifo& f, uint64_t po
       line = lines[j];
     }
     stage[j] = static_cast<uint32_t>(line);
-    if (j == 0 && f.prints != nullptr && mine.valid != 0) {
+    if (j == 0) {
       cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_system);
-      if (!acceptPrint(P, f, pos, mine)) return false;
+      if (f.prints != nullptr && mine.valid != 0 && !acceptPrint(P, f, pos, mine)) return false;
+      if (!llSizeMatches(P, f, pos, bytes)) return false;
     }
   }
   return true;

@@ -292,16 +292,17 @@ class LaneFailure : public ::testing::Test {
     return {makeStep(0, -1, nullptr, out.get(), 1024, false, false)};
   }
   // Lane 0 sends 10 floats (as pieces, or zero-copy), lane 1 expects 1024
-  // from rank 4.
-  LaunchResult sendTenExpectMore(bool zeroCopy) {
+  // from rank 4 (with LL: one 4 KiB piece, whose 1024 lines the sender
+  // never writes beyond the tenth).
+  LaunchResult sendTenExpectMore(bool zeroCopy, dev::Protocol proto = dev::Protocol::Simple) {
     DeviceBuffer in(4096);
     std::vector<dev::DevFifo> fifos = {fifo.end(true, 1), fifo.end(false, 4)};
     std::vector<sched::Segment> steps = {makeStep(-1, 0, in.get(), nullptr, 10, false, false, zeroCopy),
                                          makeStep(1, -1, nullptr, out.get(), 1024, false, false)};
     dev::LaneLaunch L;
     L.timeoutNs = 300ull * 1000 * 1000;  // a zero-copy sender then waits for its reader until this timeout
-    return runLanes(L, {{0, 1, 64 * 1024, dev::Protocol::Simple}, {1, 1, 64 * 1024, dev::Protocol::Simple}}, steps,
-                    fifos);
+    const uint32_t piece = proto == dev::Protocol::LL ? dev::kLLMaxPieceBytes : 64 * 1024;
+    return runLanes(L, {{0, 1, piece, proto}, {1, 1, piece, proto}}, steps, fifos);
   }
 };
 
@@ -343,6 +344,18 @@ TEST_F(LaneFailure, MismatchedPieceSizeIsReported) {
   EXPECT_EQ(r.status.status, int(dev::LaneStatus::SizeMismatch));
   EXPECT_EQ(r.status.peer, 4);
   EXPECT_EQ(r.status.detail, 40u);
+}
+
+TEST_F(LaneFailure, MismatchedLLPieceSizeIsReportedNotWaitedOn) {
+  // LL lines carry no size: the receiver learns the sender's from the slot's
+  // sizes[] entry once it saw the first line, instead of spinning on lines
+  // 10..1023 until the timeout.
+  const LaunchResult r = sendTenExpectMore(false, dev::Protocol::LL);
+  EXPECT_EQ(r.sync, cudaSuccess);
+  EXPECT_EQ(r.status.status, int(dev::LaneStatus::SizeMismatch));
+  EXPECT_EQ(r.status.peer, 4);
+  EXPECT_EQ(r.status.detail, 40u);
+  EXPECT_EQ(r.status.expected, 4096u);
 }
 
 // Zero-copy sends (kernels/common/direct_slot.h): a direct step posts one
