@@ -126,6 +126,7 @@ ncclResult_t exchangePeers(ncclComm* comm, const WaitBound& bound) {
     // A GPU the topology does not place (no NVML): every NIC counts as SYS
     // away, so only NCCL_NET_GDR_LEVEL=SYS puts slots in device memory.
     if (!routes.known) routes = topo::GpuNicRoutes{true, {}, topo::PathType::SYS};
+    routes.gpuDirectRdma = gpu::gpuDirectRdmaSupported(comm->id.cudaDev);
     comm->conns->setNicRoutes(std::make_shared<const topo::GpuNicRoutes>(std::move(routes)));
   }
   return ncclSuccess;

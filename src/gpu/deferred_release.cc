@@ -14,8 +14,8 @@ std::vector<DeferredReleases::Release> DeferredReleases::takeHeld(int device) {
   return out;
 }
 
-void DeferredReleases::releaseOrHold(int device, Release release, const BusyFn& busy) {
-  if (busy(device)) {
+void DeferredReleases::releaseOrHold(int device, Release release, const BusyFn& busy, bool mayBlockHere) {
+  if (!mayBlockHere || busy(device)) {
     std::lock_guard<std::mutex> lock(mu_);
     held_.emplace_back(device, std::move(release));
     return;

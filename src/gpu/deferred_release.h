@@ -8,7 +8,11 @@
 // never ends. So a release runs at once only when no communicator of this
 // process has kernels running on the device; otherwise it is held here until
 // the device is idle: checked by the GPU watchdog every period and by every
-// later release.
+// later release. A thread that kernels wait on (the network proxy) must never
+// run a release itself, even on an idle device: between the idle check and
+// the free another communicator may launch a kernel that waits for that
+// thread, and the free would wait for the kernel. Its releases are always
+// held, for the watchdog.
 #pragma once
 
 #include <cstddef>
@@ -24,9 +28,9 @@ class DeferredReleases {
   using Release = std::function<void()>;
   using BusyFn = std::function<bool(int device)>;
 
-  // Runs `release`, and every release held for `device`, when !busy(device);
-  // else holds it.
-  void releaseOrHold(int device, Release release, const BusyFn& busy);
+  // Runs `release`, and every release held for `device`, when !busy(device)
+  // and this thread may block on the device (`mayBlockHere`); else holds it.
+  void releaseOrHold(int device, Release release, const BusyFn& busy, bool mayBlockHere = true);
   // Runs the held releases of every device that is not busy; how many ran.
   size_t runIdle(const BusyFn& busy);
   size_t held() const;

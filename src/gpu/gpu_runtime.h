@@ -66,7 +66,9 @@ ncclResult_t allocDeviceBuffer(int device, size_t bytes, std::shared_ptr<void>* 
 // (driver and kernel support), and the export of [ptr, ptr + bytes): *fd
 // (the caller closes it) covers whole host pages from *offset before ptr.
 bool dmabufSupported(int device);
-ncclResult_t dmabufExport(void* ptr, size_t bytes, int* fd, uint64_t* offset);
+ncclResult_t dmabufExport(int device, void* ptr, size_t bytes, int* fd, uint64_t* offset);
+// Whether `device` supports GPUDirect RDMA at all (a NIC writing its memory).
+bool gpuDirectRdmaSupported(int device);
 
 // Makes host memory (a shared-memory FIFO, a network FIFO, residuals)
 // reachable by kernels of `device`: pins and maps the `bytes` at `base`, which
@@ -84,6 +86,11 @@ ncclResult_t mapHostMemory(int device, void* base, size_t bytes, std::shared_ptr
 // kernel spins would never return (src/gpu/deferred_release.h). Without
 // CUDA: now.
 void releaseWhenIdle(int device, std::function<void()> release);
+// For a thread that kernels may wait on (the network proxy): the releases it
+// triggers are always handed to the GPU watchdog, never run on it, since a
+// free waits for every kernel of the device, including one that another
+// communicator launches after the idle check and that waits for this thread.
+void declareKernelsWaitOnThisThread();
 
 // GPU-mode communicator lifecycle. setup runs at init after the peers are
 // known; teardown stops the communicator's kernels (abort: at once through

@@ -25,6 +25,9 @@ struct GpuNicRoutes {
   bool known = false;  // the topology places the rank's GPU and has its paths
   std::vector<NicRoute> nics;
   PathType unlisted = PathType::SYS;  // to a device hanging off the GPU's CPU
+  // The GPU supports GPUDirect RDMA at all (cudaDevAttrGPUDirectRDMASupported,
+  // filled in by the communicator's setup): without it no path is near enough.
+  bool gpuDirectRdma = false;
 };
 
 // The routes from `rank`'s GPU; known = false in host mode or when the

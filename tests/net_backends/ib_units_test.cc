@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -371,6 +372,13 @@ TEST(IbKnobs, PeerMemoryDetectionLooksAtSysfs) {
   std::ofstream(root / "kernel/mm/memory_peers/nv_mem/version") << "1.0\n";
   EXPECT_TRUE(ib::peerMemoryLoaded(root));
   fs::remove_all(root);
+}
+
+TEST(IbKnobs, DmaBufProbeRefusalsThatMeanNoSupport) {
+  EXPECT_FALSE(ib::dmabufProbeMeansSupported(false, EOPNOTSUPP));
+  EXPECT_FALSE(ib::dmabufProbeMeansSupported(false, EPROTONOSUPPORT));
+  EXPECT_TRUE(ib::dmabufProbeMeansSupported(false, EBADF)) << "the kernel looked at the fd: real ones register";
+  EXPECT_TRUE(ib::dmabufProbeMeansSupported(true, 0));
 }
 
 // ---- The backend at run time on a machine without RDMA devices ----------------------

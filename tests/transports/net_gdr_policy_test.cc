@@ -40,6 +40,7 @@ NetGdrInputs gpuInputs(const chorusNet_v1_t& net, PathType path, bool dmabufExpo
   in.dmabufExportable = dmabufExportable;
   in.pathKnown = true;
   in.gpuToNic = path;
+  in.gpuDirectRdma = true;
   return in;
 }
 
@@ -109,6 +110,16 @@ TEST(NetGdrPolicy, GdrReadOffStagesOnlySends) {
   EXPECT_EQ(d.recv, NetBufferPlacement::DeviceRegMr);
   EXPECT_EQ(d.send, NetBufferPlacement::HostStaged);
   EXPECT_TRUE(d.flushAfterRecv);
+}
+
+TEST(NetGdrPolicy, AGpuWithoutGpuDirectRdmaStagesWhateverTheBackendClaims) {
+  NetGdrInputs in = gpuInputs(fakeBackend(), PathType::PIX, /*dmabufExportable=*/true);
+  in.gpuDirectRdma = false;
+  const NetGdrDecision d = decide(in);
+  EXPECT_EQ(d.recv, NetBufferPlacement::HostStaged);
+  EXPECT_EQ(d.send, NetBufferPlacement::HostStaged);
+  EXPECT_FALSE(d.flushAfterRecv);
+  EXPECT_NE(d.why.find("GPUDirect RDMA"), std::string::npos) << d.why;
 }
 
 TEST(NetGdrPolicy, HostOnlyBackendStages) {

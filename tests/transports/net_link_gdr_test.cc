@@ -253,6 +253,7 @@ TEST(NetSlotPlacement, ACudaCapableDeviceWithinTheGdrLevelGetsDeviceSlots) {
   auto routes = std::make_shared<topo::GpuNicRoutes>();
   routes->known = true;
   routes->unlisted = topo::PathType::PHB;  // "fake-gdr0" is not in the topology
+  routes->gpuDirectRdma = true;
   req.nicRoutes = routes;
   NetSlotPlan p;
   {
@@ -269,6 +270,15 @@ TEST(NetSlotPlacement, ACudaCapableDeviceWithinTheGdrLevelGetsDeviceSlots) {
     ScopedEnv env({{"NCCL_NET_GDR_LEVEL", "SYS"}, {"NCCL_NET_GDR_READ", "0"}});
     ASSERT_EQ(netPlaceSlots(req, &net, 0, true, &p), ncclSuccess);
     EXPECT_EQ(p.placement, NetBufferPlacement::HostStaged);
+  }
+  {
+    // A GPU without GPUDirect RDMA (GeForce, some virtual GPUs): staged, however near.
+    ScopedEnv env({{"NCCL_NET_GDR_LEVEL", "SYS"}, {"NCCL_NET_GDR_READ", "1"}});
+    routes->gpuDirectRdma = false;
+    ASSERT_EQ(netPlaceSlots(req, &net, 0, false, &p), ncclSuccess);
+    EXPECT_EQ(p.placement, NetBufferPlacement::HostStaged);
+    EXPECT_FALSE(p.flushAfterRecv);
+    routes->gpuDirectRdma = true;
   }
   // The default level (PXB) is nearer than the device's PHB: host staging.
   ASSERT_EQ(netPlaceSlots(req, &net, 0, false, &p), ncclSuccess);

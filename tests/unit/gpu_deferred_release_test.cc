@@ -1,7 +1,7 @@
 // GPU memory releases held back while kernels run (src/gpu/deferred_release.h):
 // a release runs at once on an idle device, waits while the device is busy,
 // and runs with the next release or check once the device is idle; devices
-// are independent.
+// are independent; a thread kernels wait on never runs one itself.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -59,6 +59,18 @@ TEST(DeferredReleases, TheNextReleaseOnAnIdleDeviceTakesTheHeldOnesFirst) {
   d.busy.clear();
   EXPECT_EQ(q.runIdle(d.busyFn()), 1u);
   EXPECT_EQ(d.released, (std::vector<int>{1, 3, 2}));
+}
+
+TEST(DeferredReleases, AThreadKernelsWaitOnHoldsEvenOnAnIdleDevice) {
+  // The network proxy: another communicator could launch a kernel that waits
+  // for it between the idle check and the free; the watchdog runs it instead.
+  Devices d;
+  DeferredReleases q;
+  q.releaseOrHold(0, d.tag(1), d.busyFn(), /*mayBlockHere=*/false);
+  EXPECT_TRUE(d.released.empty());
+  EXPECT_EQ(q.held(), 1u);
+  EXPECT_EQ(q.runIdle(d.busyFn()), 1u);
+  EXPECT_EQ(d.released, std::vector<int>{1});
 }
 
 }  // namespace

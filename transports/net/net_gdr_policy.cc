@@ -55,6 +55,8 @@ ncclResult_t netGdrDecide(const NetGdrInputs& in, NetGdrDecision* out) {
   } else if (level == topo::PathType::LOC || in.gpuToNic > level) {
     d.why = std::string("GPU-NIC path ") + topo::pathTypeName(in.gpuToNic) + " is farther than NCCL_NET_GDR_LEVEL " +
             topo::pathTypeName(level) + ": host staging";
+  } else if (!in.gpuDirectRdma) {
+    d.why = "the GPU does not support GPUDirect RDMA: host staging";
   } else {
     d.recv = devicePlacement(in, &d.why);
     if (d.recv != NetBufferPlacement::HostStaged) {

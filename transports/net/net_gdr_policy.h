@@ -27,6 +27,11 @@ struct NetGdrInputs {
   int64_t dmabufEnable = 1;       // NCCL_DMABUF_ENABLE: 0 never uses regMrDmaBuf
   bool dmabufExportable = false;  // the CUDA driver can export the FIFO as a dma-buf fd
   bool backendHasDmaBuf = false;  // the backend's regMrDmaBuf entry is set
+  // The GPU supports GPUDirect RDMA (GpuNicRoutes::gpuDirectRdma). A
+  // backend's CUDA bit says what the NIC side can do (e.g. nvidia-peermem is
+  // loaded); GeForce boards and some virtualized GPUs cannot, and a
+  // registration of their memory would fail at connection setup.
+  bool gpuDirectRdma = false;
 };
 
 struct NetGdrDecision {

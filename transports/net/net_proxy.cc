@@ -14,6 +14,7 @@
 #include "core/params.h"
 #include "core/result.h"
 #include "core/wait_limit.h"
+#include "gpu/gpu_runtime.h"
 #include "transports/net/net_link_side.h"
 #include "transports/net/net_wake.h"
 
@@ -445,6 +446,7 @@ void NetProxy::waitForWork(std::chrono::microseconds limit, std::vector<std::sha
 }
 
 void NetProxy::run() {
+  gpu::declareKernelsWaitOnThisThread();  // the device slots of links it drops are freed by the GPU watchdog
   {
     std::lock_guard<std::mutex> lock(mu_);
     haveClock_ = pthread_getcpuclockid(pthread_self(), &cpuClock_) == 0;

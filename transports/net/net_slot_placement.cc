@@ -24,6 +24,7 @@ NetGdrInputs gdrInputs(const ConnRequest& req, const chorusNet_v1_t* net, int de
   }
   netGdrReadKnobs(&in);
   in.backendHasDmaBuf = net->regMrDmaBuf != nullptr;
+  in.gpuDirectRdma = req.nicRoutes != nullptr && req.nicRoutes->gpuDirectRdma;
   in.dmabufExportable =
       req.deviceMemory && (in.ptrSupport & CHORUS_NET_PTR_DMABUF) && gpu::dmabufSupported(req.selfDevice);
   return in;
@@ -54,8 +55,8 @@ ncclResult_t allocDeviceSlots(NetLink& link, const ConnRequest& req, NetBufferPl
   // regMrDmaBuf too is told the memory's type, CUDA (as NCCL calls plugins).
   link.slotPtrType = CHORUS_NET_PTR_CUDA;
   if (!dmabuf) return ncclSuccess;
-  const ncclResult_t res =
-      gpu::dmabufExport(link.slots, (bytes + page - 1) / page * page, &link.dmabufFd, &link.dmabufOffset);
+  const ncclResult_t res = gpu::dmabufExport(req.selfDevice, link.slots, (bytes + page - 1) / page * page,
+                                             &link.dmabufFd, &link.dmabufOffset);
   if (res == ncclSuccess || !link.regMrFallback) return res;
   CHORUS_WARN(kLogNet, "net: %s: no dma-buf for the device slots (%s): registering them with regMr instead",
               req.label.c_str(), lastErrorMessage());

@@ -1,5 +1,6 @@
 #include "transports/net_ib/ib_devices.h"
 
+#include <cerrno>
 #include <climits>
 #include <cstdlib>
 #include <deque>
@@ -66,7 +67,19 @@ int lanes(int widthCode) {
   }
 }
 
-int gpuPointerSupport(const VerbsApi* api) {
+// rdma-core may export ibv_reg_dmabuf_mr while the kernel or the NIC's driver
+// cannot register a dma-buf: ask with an invalid fd, as a real registration
+// would only fail later, at connection setup.
+bool kernelTakesDmaBuf(const VerbsApi* api, ibv_pd* pd) {
+  if (api->regDmabufMr == nullptr) return false;
+  errno = 0;
+  ibv_mr* mr = api->regDmabufMr(pd, 0, 0, 0, -1, 0);
+  const int err = errno;
+  if (mr != nullptr) api->deregMr(mr);
+  return dmabufProbeMeansSupported(mr != nullptr, err);
+}
+
+int gpuPointerSupport(const VerbsApi* api, ibv_pd* pd) {
   topo::PathType level = topo::PathType::PXB;
   if (!parseGdrLevel(params::netGdrLevel(), &level)) {
     CHORUS_WARN(kLogNet, "NET/IB: ignoring unparsable NCCL_NET_GDR_LEVEL=%s", params::netGdrLevel().c_str());
@@ -75,7 +88,7 @@ int gpuPointerSupport(const VerbsApi* api) {
   if (level == topo::PathType::LOC) return 0;
   int bits = 0;
   if (peerMemoryLoaded("/sys")) bits |= CHORUS_NET_PTR_CUDA;
-  if (api->regDmabufMr != nullptr) bits |= CHORUS_NET_PTR_DMABUF;
+  if (kernelTakesDmaBuf(api, pd)) bits |= CHORUS_NET_PTR_DMABUF;
   return bits;
 }
 
@@ -110,7 +123,7 @@ void addPorts(const VerbsApi* api, ibv_device* device, const IbHcaFilter& filter
     std::string link = "/sys/class/infiniband/" + devName + "/device";
     if (realpath(link.c_str(), resolved) != nullptr) d.pciPath = resolved;
     d.guid = attr.sys_image_guid;
-    d.ptrSupport = CHORUS_NET_PTR_HOST | gpuPointerSupport(api);
+    d.ptrSupport = CHORUS_NET_PTR_HOST | gpuPointerSupport(api, pd);
     d.context = context;
     d.pd = pd;
     registry->all.push_back(d);

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 #include "core/result.h"
@@ -70,6 +71,10 @@ bool parseGdrLevel(const std::string& text, topo::PathType* level) {
 
 bool gdrAllowed(topo::PathType level, topo::PathType gpuToNic) {
   return level != topo::PathType::LOC && gpuToNic <= level;
+}
+
+bool dmabufProbeMeansSupported(bool registered, int err) {
+  return registered || (err != EOPNOTSUPP && err != EPROTONOSUPPORT);
 }
 
 bool peerMemoryLoaded(const std::string& sysRoot) {

@@ -66,4 +66,10 @@ bool gdrAllowed(topo::PathType level, topo::PathType gpuToNic);
 // or the older nv_peer_mem), looked up under `sysRoot` ("/sys" normally).
 bool peerMemoryLoaded(const std::string& sysRoot);
 
+// What a probe registration of an invalid dma-buf (ibv_reg_dmabuf_mr with fd
+// -1) says about the kernel's support: only EOPNOTSUPP and EPROTONOSUPPORT
+// mean none (an old kernel or a driver without it); any other refusal (EBADF)
+// means it looked at the fd, so real ones work.
+bool dmabufProbeMeansSupported(bool registered, int err);
+
 }  // namespace chorus::ib

@@ -57,7 +57,8 @@ ncclResult_t ucxDiscover(int* ndev) {
   dev.speedMbps = readSpeedMbps(dev.iface.name);
   dev.cudaMemory = ucxSupportsCudaMemory();
   CHORUS_INFO(kLogNet | kLogInit, "NET/UCX: device 0 is %s (%s)%s", dev.iface.name.c_str(),
-              dev.iface.addr.str().c_str(), dev.cudaMemory ? ", CUDA memory supported" : "");
+              dev.iface.addr.str().c_str(),
+              dev.cudaMemory ? ", CUDA memory supported by UCX (GPU-mode slots still staged: no flush)" : "");
   registry.device = dev;
   registry.present = true;
   *ndev = 1;
@@ -91,7 +92,11 @@ ncclResult_t ucxDeviceProperties(int dev, chorusNetProperties_v1_t* props) {
   props->name = d.iface.name.c_str();
   props->pciPath = d.pciPath.empty() ? nullptr : d.pciPath.c_str();
   props->guid = std::hash<std::string>{}(d.pciPath.empty() ? d.iface.name : d.pciPath);
-  props->ptrSupport = CHORUS_NET_PTR_HOST | (d.cudaMemory ? CHORUS_NET_PTR_CUDA : 0);
+  // Host memory only, even where UCX handles CUDA memory: a receive into
+  // device memory over GPUDirect RDMA needs a flush (a read through the NIC)
+  // before a kernel may read it, and UCX's tag API offers none (ucxIflush),
+  // so GPU-mode slots are staged in host memory.
+  props->ptrSupport = CHORUS_NET_PTR_HOST;
   props->speedMbps = d.speedMbps;
   props->port = 1;
   props->latencyUs = 0;

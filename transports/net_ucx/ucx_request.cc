@@ -165,7 +165,7 @@ ncclResult_t ucxIrecv(void* recvComm, void* data, size_t size, int tag, void* mh
 
 ncclResult_t ucxIflush(void* recvComm, void* data, size_t size, void* mhandle, void** request) {
   if (request == nullptr) return fail(ncclInvalidArgument, "NET/UCX: iflush: NULL request");
-  *request = nullptr;  // UCX completes a receive only once the data is in place
+  *request = nullptr;  // only host memory is received into (ucxDeviceProperties): nothing to flush
   return ncclSuccess;
 }
 

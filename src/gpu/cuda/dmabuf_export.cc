@@ -31,10 +31,19 @@ bool dmabufSupported(int device) {
          value != 0;
 }
 
-ncclResult_t dmabufExport(void* ptr, size_t bytes, int* fd, uint64_t* offset) {
+bool gpuDirectRdmaSupported(int device) {
+  int value = 0;
+  return cudaDeviceGetAttribute(&value, cudaDevAttrGPUDirectRDMASupported, device) == cudaSuccess && value != 0;
+}
+
+// Runs on the device that owns `ptr` (the driver resolves the range in the
+// current context; the caller's may be another GPU's, or none).
+ncclResult_t dmabufExport(int device, void* ptr, size_t bytes, int* fd, uint64_t* offset) {
   static const auto getHandle = driverCall<GetHandleForRangeFn>("cuMemGetHandleForAddressRange");
   *fd = -1;
   *offset = 0;
+  DeviceScope scope(device);
+  CHORUS_CUDA_CHECK(scope.status());
   if (getHandle == nullptr)
     return fail(ncclSystemError, "dma-buf export: the CUDA driver has no cuMemGetHandleForAddressRange");
   const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));

@@ -57,7 +57,8 @@ void GpuWatchdog::run() {
   cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
   (void)cudaThreadExchangeStreamCaptureMode(&mode);
   std::unique_lock<std::mutex> lock(mutex_);
-  while (!comms_.empty()) {
+  // Releases held for it outlive the last communicator: it runs them first.
+  while (!comms_.empty() || releases_.held() != 0) {
     for (ncclComm* comm : comms_) check(comm);
     if (releases_.held() != 0) {  // released without the lock: anyBusy takes it
       lock.unlock();
@@ -76,8 +77,25 @@ bool GpuWatchdog::anyBusy(int device) {
   return false;
 }
 
+bool GpuWatchdog::holdForWatchdog(int device, DeferredReleases::Release release) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!running_) return false;
+  releases_.releaseOrHold(device, std::move(release), {}, false);
+  cv_.notify_all();
+  return true;
+}
+
+namespace {
+thread_local bool kernelsWaitOnThisThread = false;
+}
+
+void declareKernelsWaitOnThisThread() { kernelsWaitOnThisThread = true; }
+
 void releaseWhenIdle(int device, std::function<void()> release) {
   GpuWatchdog& w = GpuWatchdog::instance();
+  if (kernelsWaitOnThisThread) {
+    if (w.holdForWatchdog(device, release)) return;
+  }
   w.releases().releaseOrHold(device, std::move(release), [&w](int d) { return w.anyBusy(d); });
 }
 

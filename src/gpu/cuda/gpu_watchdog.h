@@ -35,6 +35,10 @@ class GpuWatchdog {
   // GPU memory releases held while such kernels run (releaseWhenIdle); the
   // watchdog runs them once the device is idle.
   DeferredReleases& releases() { return releases_; }
+  // Holds `release` for the watchdog thread to run once the device is idle,
+  // if that thread runs (false: it does not, so no GPU communicator, and no
+  // kernel of this process, is left to wait on the caller).
+  bool holdForWatchdog(int device, DeferredReleases::Release release);
 
  private:
   GpuWatchdog() = default;

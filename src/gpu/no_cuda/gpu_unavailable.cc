@@ -46,7 +46,8 @@ ncclResult_t allocDeviceBuffer(int, size_t, std::shared_ptr<void>*, void**) {
   return unavailable("device memory allocation");
 }
 bool dmabufSupported(int) { return false; }
-ncclResult_t dmabufExport(void*, size_t, int* fd, uint64_t*) {
+bool gpuDirectRdmaSupported(int) { return false; }
+ncclResult_t dmabufExport(int, void*, size_t, int* fd, uint64_t*) {
   *fd = -1;
   return unavailable("dma-buf export");
 }
@@ -63,6 +64,7 @@ void commSignalAbort(ncclComm*) {}
 std::string commStopForGonePeer(ncclComm*, const std::string& why) { return why; }
 void spreadVerdict(ncclComm*, const OpMismatchRecord&) {}
 void releaseWhenIdle(int, std::function<void()> release) { release(); }
+void declareKernelsWaitOnThisThread() {}
 
 ncclResult_t launchPlans(std::span<Plan* const>, std::span<const std::vector<cudaStream_t>>) {
   return unavailable("GPU kernel launch");
