@@ -70,7 +70,10 @@
 # the test plugin libnccl-net-cuda.so, NCCL_NET_GDR_LEVEL=SYS; it passes when
 # the log says "slots in device (regMr) memory", the plugin saw receives into
 # device memory and logged no "nccl-test-net: VIOLATION", e.g. a receive read
-# without a completed iflush). A collective whose run timed out, or failed
+# without a completed iflush), and last the same up to 4 MiB over
+# libnccl-net-cudadmabuf.so, which takes device memory only as a dma-buf
+# (passes on "slots in device (regMrDmaBuf) memory"; SKIPPED when the driver
+# cannot export one). A collective whose run timed out, or failed
 # with a kernel timeout ("made no progress", "did not finish"), skips its remaining runs:
 # the same hang would only repeat. The benchmarks run with CHORUS_TIMEOUT_MS
 # 15000 and CHORUS_INIT_TIMEOUT_MS 20000 (unless set), so that a hang shows
@@ -124,6 +127,7 @@ summary="$work/summary.txt"
 bin="$build/bin"
 gpu_tests="$build/tests/gpu/chorus_gpu_tests"
 gdr_plugin="$build/tests/transports_plugin/libnccl-net-cuda.so"
+dmabuf_plugin="$build/tests/transports_plugin/libnccl-net-cudadmabuf.so"
 
 # ---- running, judging and recording steps ----------------------------------
 # shellcheck source=tests/gpu/device_check_lib.sh
@@ -232,12 +236,13 @@ fi
 
 # ---- build: only what the runs below use --------------------------------------
 wanted="chorus_gpu_tests reduce_kernel_perf lane_kernel_perf all_reduce_perf all_gather_perf reduce_scatter_perf
-  sendrecv_perf chorusrun nccl-net-cuda"
+  sendrecv_perf chorusrun nccl-net-cuda nccl-net-cudadmabuf"
 declare -A stale=() # binaries on disk that this build did not bring up to date
 target_file() { # a wanted target's file
   case $1 in
     chorus_gpu_tests) echo "$gpu_tests" ;;
     nccl-net-cuda) echo "$gdr_plugin" ;;
+    nccl-net-cudadmabuf) echo "$dmabuf_plugin" ;;
     *) echo "$bin/$1" ;;
   esac
 }
@@ -555,19 +560,28 @@ else
 fi
 
 # ---- the same over the network transport with device-memory slots ---------------
-# The test plugin takes CUDA pointers (regMr NCCL_PTR_CUDA) and checks that
-# every receive into device memory is flushed (iflush) before it is read.
+# gdr_step NAME JUDGE PLUGIN TABLE MAX_BYTES: a 2-process all-reduce under MPS
+# over a test plugin that takes device memory, with GPUDirect allowed.
+gdr_step() {
+  local name=$1 judge=$2 plugin=$3 table=$4 max=$5 why
+  why=$(mps_skip_reason)
+  if [ -z "$why" ] && { [ ! -f "$plugin" ] || [ -n "${stale[$plugin]:-}" ]; }; then
+    why="not built: $(basename "$plugin"); see build.log"
+  fi
+  if [ -n "$why" ]; then
+    record SKIPPED "$name" 0 "($why)"
+    return
+  fi
+  mps_run "$name" "$judge" "${perf_env[@]:1}" NCCL_NET_PLUGIN="$plugin" NCCL_NET="$table" NCCL_SHM_DISABLE=1 \
+    NCCL_P2P_DISABLE=1 NCCL_NET_GDR_LEVEL=SYS NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET \
+    "$bin/chorusrun" -n 2 -- "$bin/all_reduce_perf" -b 8 -e "$max" -f 4 -c 1 -w 2 -n 10
+}
+# The cuda variant takes CUDA pointers (regMr NCCL_PTR_CUDA); what a receive
+# brought reaches device memory only when a later iflush completes.
 gdr_e=64M
 [ -n "$mb" ] && [ "$mb" -lt $((64 << 20)) ] && gdr_e=$max_bytes
-why=$(mps_skip_reason)
-if [ -z "$why" ] && { [ ! -f "$gdr_plugin" ] || [ -n "${stale[$gdr_plugin]:-}" ]; }; then
-  why="not built: $(basename "$gdr_plugin"); see build.log"
-fi
-if [ -n "$why" ]; then
-  record SKIPPED mps-2proc-gdr-all_reduce 0 "($why)"
-else
-  mps_run mps-2proc-gdr-all_reduce gdr "${perf_env[@]:1}" NCCL_NET_PLUGIN="$gdr_plugin" NCCL_NET=TestNcclNet_cuda \
-    NCCL_SHM_DISABLE=1 NCCL_P2P_DISABLE=1 NCCL_NET_GDR_LEVEL=SYS NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET \
-    "$bin/chorusrun" -n 2 -- "$bin/all_reduce_perf" -b 8 -e "$gdr_e" -f 4 -c 1 -w 2 -n 10
-fi
+gdr_step mps-2proc-gdr-all_reduce gdr "$gdr_plugin" TestNcclNet_cuda "$gdr_e"
+# The cudadmabuf variant takes device memory only through regMrDmaBuf and
+# checks the fd and offset it is given; small sizes, for the export path.
+gdr_step mps-2proc-dmabuf-all_reduce dmabuf "$dmabuf_plugin" TestNcclNet_dmabuf 4M
 # finish (the EXIT trap) stops MPS, writes the totals, publishes and prints the records.

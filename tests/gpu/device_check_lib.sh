@@ -60,9 +60,11 @@ key_gtest() {
   skipped=$(gtest_count "$1" SKIPPED)
   echo "${total:-?} tests: ${passed:-0} passed, ${failed:-0} failed, ${skipped:-0} skipped"
 }
-key_gdr() { # key_perf, then what the GPUDirect run must show
+key_gdr() { gdr_key "$1" regMr; }
+key_dmabuf() { gdr_key "$1" regMrDmaBuf; }
+gdr_key() { # LOG REGISTRATION: key_perf, then what the GPUDirect run must show
   local log=$1 slots=no recvs flushes viol
-  if grep -qF 'slots in device (regMr) memory' "$log"; then
+  if grep -qF "slots in device ($2) memory" "$log"; then
     slots=yes
   else  # why not: the first placement line
     slots="no ($(grep -o 'slots in host memory.*' "$log" | head -n 1 | cut -c1-120))"
@@ -79,10 +81,15 @@ key_none() { tail -n 1 "$1" | cut -c1-100; }
 ok_perf() { grep -q '^# Out of bounds values : 0 OK' "$1"; }
 # GPUDirect: right results, device slots chosen, receives into device memory
 # seen by the plugin's closeRecv check, and no plugin violation.
-ok_gdr() {
-  ok_perf "$1" && grep -qF 'slots in device (regMr) memory' "$1" && ! grep -qF 'nccl-test-net: VIOLATION' "$1" &&
+ok_gdr() { gdr_ok "$1" regMr; }
+ok_dmabuf() { gdr_ok "$1" regMrDmaBuf; }
+gdr_ok() { # LOG REGISTRATION
+  ok_perf "$1" && grep -qF "slots in device ($2) memory" "$1" && ! grep -qF 'nccl-test-net: VIOLATION' "$1" &&
     grep -qE 'receive comm closed: [1-9][0-9]* receive' "$1"
 }
+# The dma-buf run cannot pass where the driver exports no dma-buf (the open
+# kernel modules and Linux 5.12+ are needed): SKIPPED with the reason then.
+dmabuf_unsupported() { grep -qF 'no dma-buf can be exported: host staging' "$1"; }
 ok_any() { true; }
 # A run that skipped itself: exit status 77 (the kernel benchmarks without a
 # device), or a test run in which every test skipped.
@@ -90,6 +97,7 @@ all_skipped() {
   local rc=$1 log=$2 kind=$3 total skipped
   [ "$rc" -eq 77 ] && return 0
   case $kind in
+    dmabuf) [ "$rc" -eq 0 ] && dmabuf_unsupported "$log"; return ;;
     ctest)
       total=$(sed -n 's/.*tests failed out of \([0-9]*\).*/\1/p' "$log" | tail -n 1)
       skipped=$(grep -c '(Skipped)' "$log")
@@ -140,7 +148,7 @@ run() {
   local t0=$SECONDS rc=0 status log="$work/$name.log"
   bg timeout -k 10 "$tmo" "$@" >"$log" 2>&1 || rc=$?
   local verdict=ok_any
-  case $kind in perf | latency | probe) verdict=ok_perf ;; gdr) verdict=ok_gdr ;; esac
+  case $kind in perf | latency | probe) verdict=ok_perf ;; gdr) verdict=ok_gdr ;; dmabuf) verdict=ok_dmabuf ;; esac
   if { [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; } && [ "$cut" = 1 ]; then
     status=CUT
   elif [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then

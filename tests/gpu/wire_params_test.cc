@@ -98,13 +98,24 @@ TEST_F(WireParamsChecks, TablesOutOfRangeOrNamingNoFifoAreRefused) {
   seg.pos = 3;  // past the ranks
   EXPECT_EQ(pack(), cudaErrorInvalidValue);
   seg.pos = 1;
-  seg.nranks = dev::kWireMaxRanks + 1;
+  seg.nranks = dev::kWireMaxRanks + 1;  // the owner's table would not fit the launch's either
   EXPECT_EQ(pack(), cudaErrorInvalidValue);
   seg.nranks = 3;
   seg.roundElems = 0;
   EXPECT_EQ(pack(), cudaErrorInvalidValue);
   seg.roundElems = 512;
   ASSERT_EQ(pack(), cudaSuccess);
+}
+
+TEST_F(WireParamsChecks, MoreRanksThanTheKernelsTablesHoldAreRefused) {
+  // A sender uses no rank table, so only the rank bound (the kernel's shared
+  // tables hold kWireMaxRanks entries) can refuse it.
+  seg.kind = sched::SegmentKind::WireSend;
+  seg.ringTable = -1;
+  seg.nranks = dev::kWireMaxRanks;
+  ASSERT_EQ(pack(), cudaSuccess);
+  seg.nranks = dev::kWireMaxRanks + 1;
+  EXPECT_EQ(pack(), cudaErrorInvalidValue);
 }
 
 TEST_F(WireParamsChecks, ACombineThatMustSendNeedsAnOutput) {

@@ -11,8 +11,12 @@
 //   TESTNET_REWRITE       the v11 table is empty until init fills it in
 //   TESTNET_FAIL=<what>   init | zerodev | nullfn | props | isend: misbehave
 //   TESTNET_CUDA          (with TESTNET_V11) claims NCCL_PTR_CUDA: CUDA regions
-//                         travel through host bounce buffers, and iflush is
-//                         checked (nccl_test_net_cuda.cc); links cudart
+//                         travel through host bounce buffers, and received
+//                         bytes reach device memory only when a later iflush
+//                         completes (nccl_test_net_cuda.cc); links cudart
+//   TESTNET_DMABUF        (with TESTNET_CUDA) takes device memory only as a
+//                         dma-buf: regMrDmaBuf checks the fd, and regMr
+//                         refuses CUDA pointers
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -142,7 +146,7 @@ ncclResult_t fillProps(int dev, Props* p) {
   p->name = const_cast<char*>("testlo");
   p->pciPath = nullptr;
   p->guid = 0x7e57;
-  p->ptrSupport = kCuda ? (NCCL_PTR_HOST | NCCL_PTR_CUDA) : NCCL_PTR_HOST;
+  p->ptrSupport = kDmaBuf ? (NCCL_PTR_HOST | NCCL_PTR_DMABUF) : kCuda ? (NCCL_PTR_HOST | NCCL_PTR_CUDA) : NCCL_PTR_HOST;
   p->speed = 10000;
   p->port = 1;
   p->latency = 0;
@@ -206,10 +210,18 @@ ncclResult_t doAccept(void* listenComm, void** recvComm) {
   return ncclSuccess;
 }
 
+Region* addRegion(Comm* comm, void* data, size_t size, int type, int device) {
+  auto* r = new Region{comm, static_cast<char*>(data), size, type, device};
+  std::lock_guard<std::mutex> lock(gRegionsMu);
+  gAllRegions.insert(r);
+  comm->regions.insert(r);
+  return r;
+}
+
 ncclResult_t doRegMr(void* comm, void* data, size_t size, int type, void** mhandle) {
-  if (type != NCCL_PTR_HOST && !(kCuda && type == NCCL_PTR_CUDA)) {
+  if (type != NCCL_PTR_HOST && !(kCuda && !kDmaBuf && type == NCCL_PTR_CUDA)) {
     TESTNET_WARN("regMr with pointer type %d, only %s supported", type,
-                 kCuda ? "host and CUDA memory are" : "host memory is");
+                 kCuda && !kDmaBuf ? "host and CUDA memory are" : "host memory is");
     return ncclInvalidArgument;
   }
   int device = -1;
@@ -222,11 +234,7 @@ ncclResult_t doRegMr(void* comm, void* data, size_t size, int type, void** mhand
     }
   }
 #endif
-  auto* r = new Region{static_cast<Comm*>(comm), static_cast<char*>(data), size, type, device};
-  std::lock_guard<std::mutex> lock(gRegionsMu);
-  gAllRegions.insert(r);
-  r->comm->regions.insert(r);
-  *mhandle = r;
+  *mhandle = addRegion(static_cast<Comm*>(comm), data, size, type, device);
   return ncclSuccess;
 }
 
@@ -305,7 +313,7 @@ ncclResult_t test(void* request, int* done, int* sizes) {
   if (!r->complete) return ncclSuccess;
 #if defined(TESTNET_CUDA)
   if (r->cudaDst != nullptr && r->header > 0) {
-    if (!cudaCopy(r->cudaDevice, r->cudaDst, r->data, r->header, cudaMemcpyHostToDevice)) return ncclUnhandledCudaError;
+    r->comm->unflushed.push_back(Unflushed{r->cudaDevice, r->cudaDst, std::move(r->bounce), r->header});
     r->comm->cudaRecvs.fetch_add(1);
   }
 #endif
@@ -412,6 +420,9 @@ ncclNet_v11_t fullV11(const char* name) {
   t.iflush = cudaIflush;
   t.closeRecv = cudaCloseRecv;
 #endif
+#if defined(TESTNET_DMABUF)
+  t.regMrDmaBuf = cudaRegMrDmaBuf;
+#endif
   t.closeListen = closeComm;
   t.finalize = v11Finalize;
   if (TESTNET_FAIL == TESTNET_FAIL_NULLFN) t.test = nullptr;
@@ -468,7 +479,7 @@ TESTNET_TABLE ncclNet_v11_t ncclNetPlugin_v11 = [] {
 }();
 #elif defined(TESTNET_V11)
 TESTNET_TABLE ncclNet_v11_t ncclNetPlugin_v11 = [] {
-  ncclNet_v11_t t = fullV11(kCuda ? "TestNcclNet_cuda" : "TestNcclNet_v11");
+  ncclNet_v11_t t = fullV11(kDmaBuf ? "TestNcclNet_dmabuf" : kCuda ? "TestNcclNet_cuda" : "TestNcclNet_v11");
   t.init = v11Init;
   return t;
 }();

@@ -20,6 +20,9 @@
 #if defined(TESTNET_CUDA) && !defined(TESTNET_V11)
 #error "TESTNET_CUDA is a v11 table: define TESTNET_V11 too"
 #endif
+#if defined(TESTNET_DMABUF) && !defined(TESTNET_CUDA)
+#error "TESTNET_DMABUF takes device memory: define TESTNET_CUDA too"
+#endif
 
 namespace testnet {
 
@@ -30,6 +33,13 @@ extern std::atomic<long> gFlushes;
 constexpr bool kCuda = true;
 #else
 constexpr bool kCuda = false;
+#endif
+// The dma-buf variant takes device memory only as a dma-buf (regMrDmaBuf),
+// never through regMr: NCCL_PTR_DMABUF without NCCL_PTR_CUDA.
+#if defined(TESTNET_DMABUF)
+constexpr bool kDmaBuf = true;
+#else
+constexpr bool kDmaBuf = false;
 #endif
 
 // The CUDA variant tags every violation with a fixed text that a log can be
@@ -74,19 +84,34 @@ struct Request {
 #endif
 };
 
+#if defined(TESTNET_CUDA)
+// A completed receive's bytes that have not reached device memory yet: they
+// land only when a later flush completes, as a NIC's writes become visible
+// to the GPU only once a flush has passed them.
+struct Unflushed {
+  int device = -1;
+  char* dst = nullptr;
+  std::unique_ptr<char[]> bytes;
+  size_t size = 0;
+};
+#endif
+
 struct Comm {
   int fd = -1;
   bool sender = false;
   std::deque<Request*> queue;
   std::set<Region*> regions;
 #if defined(TESTNET_CUDA)
-  std::atomic<long> cudaRecvs{0};  // completed non-empty receives into CUDA regions
-  std::atomic<long> flushes{0};    // regions named by completed flushes
+  std::atomic<long> cudaRecvs{0};   // completed non-empty receives into CUDA regions
+  std::atomic<long> flushes{0};     // regions named by completed flushes
+  std::deque<Unflushed> unflushed;  // the proxy thread is the only caller of test
 #endif
 };
 
 // The live region of `comm` behind mhandle that holds [data, data + size), or null.
 Region* regionOf(Comm* comm, void* mhandle, const void* data, size_t size);
+// Registers [data, data + size) of `type` on `comm` (device: CUDA regions).
+Region* addRegion(Comm* comm, void* data, size_t size, int type, int device);
 ncclResult_t closeComm(void* comm);
 
 #if defined(TESTNET_CUDA)
@@ -96,6 +121,7 @@ bool cudaCopy(int dev, void* dst, const void* src, size_t bytes, cudaMemcpyKind 
 ncclResult_t cudaIflush(void* comm, int n, void** data, int* sizes, void** mhandles, void** request);
 ncclResult_t testFlush(Request* r, int* done, int* sizes);
 ncclResult_t cudaCloseRecv(void* comm);
+ncclResult_t cudaRegMrDmaBuf(void* comm, void* data, size_t size, int type, uint64_t offset, int fd, void** mhandle);
 #endif
 
 }  // namespace testnet

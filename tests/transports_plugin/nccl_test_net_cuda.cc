@@ -1,12 +1,18 @@
 // The cuda variant of the NCCL-ABI test plugin: CUDA regions. Compiled only
 // into libnccl-net-cuda.so (TESTNET_CUDA), the one variant that links cudart.
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <map>
 
 #include "tests/transports_plugin/nccl_test_net.h"
 
 namespace testnet {
 // Device bytes cross the socket through a host bounce buffer: isend copies
-// them out first, a receive copies them in before test reports it done. The
+// them out first; a receive's bytes are copied in only when a later flush
+// completes (Unflushed), so a caller that reads a slot without flushing, or
+// before its flush tested done, reads stale bytes and the collective's
+// result is wrong, not just a count at closeRecv. The
 // copies use a non-blocking stream of the plugin's own per device, never the
 // legacy default stream, which would wait for other streams' spinning kernels.
 namespace {
@@ -84,11 +90,44 @@ ncclResult_t cudaIflush(void* comm, int n, void** data, int* sizes, void** mhand
 
 ncclResult_t testFlush(Request* r, int* done, int* sizes) {
   if (++r->tests < 2) return ncclSuccess;
-  r->comm->flushes.fetch_add(r->flushEntries);
+  Comm* c = r->comm;
+  while (!c->unflushed.empty()) {  // the flush passes every write before it
+    Unflushed& u = c->unflushed.front();
+    if (!cudaCopy(u.device, u.dst, u.bytes.get(), u.size, cudaMemcpyHostToDevice)) return ncclUnhandledCudaError;
+    c->unflushed.pop_front();
+  }
+  c->flushes.fetch_add(r->flushEntries);
   gFlushes.fetch_add(r->flushEntries);
   *done = 1;
   if (sizes != nullptr) *sizes = 0;
   delete r;
+  return ncclSuccess;
+}
+
+// A dma-buf registration as a NIC driver would take it: `data` is device
+// memory, `fd` is an open file whose contents (a dma-buf's size is what
+// SEEK_END reports) hold [offset, offset + size). The plugin keeps no copy
+// of the fd: the caller may close it once this returns.
+ncclResult_t cudaRegMrDmaBuf(void* comm, void* data, size_t size, int type, uint64_t offset, int fd, void** mhandle) {
+  *mhandle = nullptr;
+  const int device = cudaDeviceOf(data);
+  struct stat st {};
+  if (type != NCCL_PTR_CUDA || device < 0) {
+    TESTNET_WARN("regMrDmaBuf of %zu bytes at %p with type %d: not device memory of type NCCL_PTR_CUDA", size, data,
+                 type);
+    return ncclInvalidArgument;
+  }
+  if (fd < 0 || fstat(fd, &st) != 0) {
+    TESTNET_WARN("regMrDmaBuf with fd %d, which is not an open file", fd);
+    return ncclInvalidArgument;
+  }
+  const off_t end = lseek(fd, 0, SEEK_END);
+  if (end < 0 || static_cast<uint64_t>(end) < offset + size) {
+    TESTNET_WARN("regMrDmaBuf of %zu bytes at offset %llu of a dma-buf of %lld bytes", size,
+                 static_cast<unsigned long long>(offset), static_cast<long long>(end));
+    return ncclInvalidArgument;
+  }
+  *mhandle = addRegion(static_cast<Comm*>(comm), data, size, NCCL_PTR_CUDA, device);
   return ncclSuccess;
 }
 
