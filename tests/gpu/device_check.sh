@@ -70,10 +70,13 @@
 # the test plugin libnccl-net-cuda.so, NCCL_NET_GDR_LEVEL=SYS; it passes when
 # the log says "slots in device (regMr) memory", the plugin saw receives into
 # device memory and logged no "nccl-test-net: VIOLATION", e.g. a receive read
-# without a completed iflush), and last the same up to 4 MiB over
-# libnccl-net-cudadmabuf.so, which takes device memory only as a dma-buf
-# (passes on "slots in device (regMrDmaBuf) memory"; SKIPPED when the driver
-# cannot export one). A collective whose run timed out, or failed
+# without a completed iflush); under MPS too, all_reduce --wire int8 and
+# --deterministic 1 up to 8 MiB as two "hosts" of 2 processes each
+# (tests/gpu/two_hosts.sh: the wire forms that only run across hosts); and
+# last the GPUDirect run up to 4 MiB over libnccl-net-cudadmabuf.so, which
+# takes device memory only as a dma-buf (passes on "slots in device
+# (regMrDmaBuf) memory"; SKIPPED when the driver cannot export one). A
+# collective whose run timed out, or failed
 # with a kernel timeout ("made no progress", "did not finish"), skips its remaining runs:
 # the same hang would only repeat. The benchmarks run with CHORUS_TIMEOUT_MS
 # 15000 and CHORUS_INIT_TIMEOUT_MS 20000 (unless set), so that a hang shows
@@ -581,6 +584,25 @@ gdr_step() {
 gdr_e=64M
 [ -n "$mb" ] && [ "$mb" -lt $((64 << 20)) ] && gdr_e=$max_bytes
 gdr_step mps-2proc-gdr-all_reduce gdr "$gdr_plugin" TestNcclNet_cuda "$gdr_e"
+
+# ---- two "hosts" on the one GPU: the wire forms that only run across hosts ------
+# tests/gpu/two_hosts.sh: two chorusrun groups of 2 processes with host ids of
+# their own, over the network transport on loopback (GPU slots staged in host
+# memory), so the two-level compressed form and the deterministic chain run
+# their kernels (one GPU alone only ever takes the flat form).
+for w in "--wire int8" "--deterministic 1"; do
+  name="mps-2x2-wire-$(echo "$w" | sed 's/^--//; s/ /-/')"
+  why=$(mps_skip_reason)
+  if [ -n "$why" ]; then
+    record SKIPPED "$name" 0 "($why)"
+    continue
+  fi
+  # shellcheck disable=SC2086
+  mps_run "$name" perf "${perf_env[@]:1}" "$root/tests/gpu/two_hosts.sh" "$bin" 2 "$bin/all_reduce_perf" \
+    -b 8 -e 16M -f 4 -c 1 -w 2 -n 10 $w
+done
+
+# ---- last: GPU slots registered as a dma-buf ---------------------------------------
 # The cudadmabuf variant takes device memory only through regMrDmaBuf and
 # checks the fd and offset it is given; small sizes, for the export path.
 gdr_step mps-2proc-dmabuf-all_reduce dmabuf "$dmabuf_plugin" TestNcclNet_dmabuf 4M
