@@ -17,6 +17,7 @@
 #include "core/comm.h"
 #include "core/result.h"
 #include "host/dead_peer.h"
+#include "host/link_sleep.h"
 #include "host/spin_budget.h"
 #include "host/stall_watch.h"
 #include "host/stream_copy.h"
@@ -48,7 +49,10 @@ long involuntarySwitches() {
 // has its own core; how many is learned per thread, host/spin_budget.h), then
 // sched_yield for up to ~2 ms (hands the core to a rank that can progress
 // when ranks share cores), then sleeps growing to 200 us so an idle wait
-// costs almost no CPU.
+// costs almost no CPU. Where every waiting lane waits on network links the
+// thread moves itself, it sleeps on their sockets instead of yielding when
+// ranks outnumber CPUs (host/link_sleep.h), and instead of the timed sleeps
+// always: a message that arrives then wakes it at once.
 class Backoff {
  public:
   explicit Backoff(int64_t spins) : budget_(learnedBudget()) { budget_.setCeiling(spins); }
@@ -66,7 +70,7 @@ class Backoff {
     idle_ = 0;
   }
 
-  void wait() {
+  void wait(std::span<Plan* const> plans) {
     if (idle_++ < budget_.polls()) {
       phase_ = Phase::kSpin;
       cpuRelax();
@@ -75,12 +79,17 @@ class Backoff {
     const auto now = std::chrono::steady_clock::now();
     if (phase_ != Phase::kYield && phase_ != Phase::kSleep) yieldStart_ = now;
     if (now - yieldStart_ < std::chrono::milliseconds(2)) {
+      if (budget_.ceiling() == 0 && sleeper_.sleep(plans, kLinkSleepUs)) {
+        phase_ = Phase::kYield;  // nothing to learn with no spin budget
+        return;
+      }
       yieldOnce();
       return;
     }
     phase_ = Phase::kSleep;
     const auto idleFor = now - yieldStart_;
     const long us = std::min<long>(200, 1 + std::chrono::duration_cast<std::chrono::milliseconds>(idleFor).count());
+    if (sleeper_.sleep(plans, us)) return;
     const timespec ts{0, us * 1000};
     nanosleep(&ts, nullptr);
   }
@@ -88,6 +97,9 @@ class Backoff {
 
  private:
   enum class Phase { kNone, kSpin, kYield, kSleep };
+  // A sleep on sockets in place of one yield: a message wakes it at once, so
+  // the bound only matters when nothing comes (the idle checks run between).
+  static constexpr int64_t kLinkSleepUs = 1000;
 
   void yieldOnce() {
     phase_ = Phase::kYield;
@@ -112,6 +124,7 @@ class Backoff {
   }
 
   SpinBudget budget_;
+  LinkSleeper sleeper_;
   int64_t idle_ = 0;
   Phase phase_ = Phase::kNone;
   bool lastYieldSwitched_ = false;
@@ -324,7 +337,7 @@ ncclResult_t runHostPlans(std::span<Plan* const> plans) {
       progressUnstamped = true;
       continue;
     }
-    backoff.wait();
+    backoff.wait(plans);
     if (!backoff.pastSpinning()) continue;
     const auto now = Clock::now();
     if (progressUnstamped) {

@@ -28,8 +28,9 @@ bool peerProcessAlive(int pid);
 // Returns true if it did. On a protocol violation sets *err.
 bool progressLane(const Plan& plan, Lane& lane, ncclResult_t* err);
 
-// The step `lane` waits on (moving its cursor past finished steps), or null
-// when the lane has finished.
+// The step `lane` waits on (moving its cursor past finished steps, but not
+// past one whose user-memory sends are still leaving), or null when the lane
+// has finished.
 const ActiveStep* waitingStep(const Plan& plan, Lane& lane);
 
 }  // namespace chorus

@@ -336,6 +336,12 @@ bool progressLane(const Plan& plan, Lane& lane, ncclResult_t* err) {
 }
 
 // The step a lane waits on, or null when it has finished.
-const ActiveStep* waitingStep(const Plan& plan, Lane& lane) { return settle(plan, lane) ? &lane.active : nullptr; }
+const ActiveStep* waitingStep(const Plan& plan, Lane& lane) {
+  // A step that sent from user memory lasts until those sends have left
+  // (progressLane): settling past it would load the next step, which may
+  // land received data in the memory still being sent.
+  if (!lane.userMemorySends.empty() && !userMemorySent(lane)) return lane.loaded ? &lane.active : nullptr;
+  return settle(plan, lane) ? &lane.active : nullptr;
+}
 
 }  // namespace chorus

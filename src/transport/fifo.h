@@ -14,12 +14,15 @@
 // state the shared cache lines move once per slot, not once per poll.
 #pragma once
 
+#include <poll.h>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <vector>
 
 #include "core/op_fingerprint.h"
 #include "core/traffic_stats.h"
@@ -167,6 +170,13 @@ struct InlineMover {
   // not finished sending; a link that holds such slots fails (blocks only
   // while the proxy steps the link).
   void (*dropUserMemory)(InlineMover*) = nullptr;
+  // For a thread that would otherwise yield while it waits on the end: steps
+  // the link once more and, when that moved nothing, adds the descriptors
+  // whose readiness means "move again" (pollfd entries). False when the link
+  // cannot say (held by its mover's thread, still setting up, a backend
+  // without descriptors, or something moved): the caller must not sleep on
+  // descriptors alone then.
+  bool (*pollFds)(InlineMover*, std::vector<pollfd>* fds) = nullptr;
 };
 
 // Where a network receive end may put payloads straight into the

@@ -102,12 +102,25 @@ void dropUserMemory(InlineMover* m) {
     if (link.ctl->sizes[i % link.nslots] == kUserMemorySlotMarker) return stopLink(link, tail - link.completed);
 }
 
+// Before a waiting executor sleeps on the link's descriptors: one more step
+// (what arrived since its last look is taken now, not after the sleep), then
+// the descriptors, only if that step moved nothing.
+bool pollFdsInline(InlineMover* m, std::vector<pollfd>* fds) {
+  NetLink& link = *static_cast<NetLink::Mover*>(m)->link;
+  std::unique_lock<std::mutex> lock(link.moveMu, std::try_to_lock);
+  if (!lock.owns_lock() || !link.movable || link.failed) return false;
+  link.inlineAtNs.store(NetLink::nowNs(), std::memory_order_relaxed);
+  if (stepInline(link, true)) return false;
+  return linkPollFds(link, fds);
+}
+
 }  // namespace
 
 bool enableInlineMoves(NetLink& link) {
   if (link.kernelDriven || !params::netInline() || !netInlineMovesFor(link.net)) return false;
   link.mover.move = &moveInline;
   link.mover.dropUserMemory = &dropUserMemory;
+  link.mover.pollFds = &pollFdsInline;
   link.mover.link = &link;
   return true;
 }
