@@ -98,7 +98,10 @@ class Backoff {
  private:
   enum class Phase { kNone, kSpin, kYield, kSleep };
   // A sleep on sockets in place of one yield: a message wakes it at once, so
-  // the bound only matters when nothing comes (the idle checks run between).
+  // the bound only matters when nothing comes (the network proxy leaves the
+  // links to the executor meanwhile). Shorter bounds wake a rank whose peer
+  // is off its core again and again: at 200 us the 2 x 2 gain measured
+  // about gone (docs/performance.md).
   static constexpr int64_t kLinkSleepUs = 1000;
 
   void yieldOnce() {

@@ -175,8 +175,9 @@ struct InlineMover {
   // whose readiness means "move again" (pollfd entries). False when the link
   // cannot say (held by its mover's thread, still setting up, a backend
   // without descriptors, or something moved): the caller must not sleep on
-  // descriptors alone then.
-  bool (*pollFds)(InlineMover*, std::vector<pollfd>* fds) = nullptr;
+  // descriptors alone then. `sleepNs`: how long the caller may sleep on them
+  // (the link's mover thread leaves the link to it meanwhile).
+  bool (*pollFds)(InlineMover*, std::vector<pollfd>* fds, int64_t sleepNs) = nullptr;
 };
 
 // Where a network receive end may put payloads straight into the

@@ -1,8 +1,9 @@
 // Sleeping on network links instead of yielding (src/host/link_sleep.h): a
 // wait whose lanes all wait on links that can name their descriptors sleeps
 // in poll() and wakes when one becomes ready; anything else (an end without
-// descriptors, a link that moved while asked, a plan whose lanes are done)
-// returns at once without sleeping, so the executor yields as before.
+// descriptors, a link that moved while asked, a wire segment, a plan whose
+// lanes are done) returns at once without sleeping, so the executor yields
+// as before.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -24,7 +25,7 @@ struct PipeMover : InlineMover {
   bool movedWhenAsked = false;
 };
 
-bool pipePollFds(InlineMover* m, std::vector<pollfd>* fds) {
+bool pipePollFds(InlineMover* m, std::vector<pollfd>* fds, int64_t /*sleepNs*/) {
   auto* p = static_cast<PipeMover*>(m);
   ++p->asked;
   if (p->movedWhenAsked) return false;
@@ -106,6 +107,14 @@ TEST_F(LinkSleep, WhatCannotNameItsDescriptorsIsNotSleptOn) {
     EXPECT_FALSE(sleeper_.sleep(moved.plans, 10'000'000));
     EXPECT_EQ(mover_.asked, 1);
   }
+}
+
+TEST_F(LinkSleep, AWireSegmentIsNotSleptOn) {
+  // It waits on every connector of its rank table, not only the one its step
+  // names (shared memory among them): sleeping on that one could miss the rest.
+  OneWaitingLane w(endWithMover());
+  w.plan.lanes[0].segments[0].kind = sched::SegmentKind::WireOwner;
+  EXPECT_FALSE(sleeper_.sleep(w.plans, 10'000'000));
 }
 
 TEST_F(LinkSleep, APlanWhoseLanesAreDoneIsNotSleptOn) {

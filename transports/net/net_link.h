@@ -102,9 +102,10 @@ struct NetLink {
   std::mutex moveMu;
   Mover mover;
   bool movable = true;  // under moveMu: false once the proxy closed the link
-  // When the executor last stepped the link (steady clock, ns): while it is
-  // that recent the executor is waiting on the link and moves what arrives,
-  // so the proxy does not wake for the link's descriptors.
+  // When the executor last stepped the link (steady clock, ns), or until when
+  // it sleeps on the link's descriptors (pollFdsInline: ahead of the clock):
+  // while it is that recent the executor is waiting on the link and moves
+  // what arrives, so the proxy does not wake for the link's descriptors.
   std::atomic<int64_t> inlineAtNs{0};
   // Set by an inline step that left the proxy work (or found the link held):
   // the proxy steps the link on its next pass even while the executor is there.

@@ -102,15 +102,32 @@ void dropUserMemory(InlineMover* m) {
     if (link.ctl->sizes[i % link.nslots] == kUserMemorySlotMarker) return stopLink(link, tail - link.completed);
 }
 
+// Requests in flight on the link's connection that its descriptor does not
+// cover: a socket connection's helper threads move a large message's parts
+// on data streams and wake only the proxy, so a thread asleep on the
+// control stream would miss them.
+bool movedByOthers(const NetLink& link) {
+  if (link.completed >= link.posted || link.comm == nullptr) return false;
+  const NetPollFdFn fn = netPollFdFor(link.net);
+  int fd = -1;
+  short events = 0;
+  return fn == nullptr || !fn(link.comm, &fd, &events) || fd < 0;
+}
+
 // Before a waiting executor sleeps on the link's descriptors: one more step
-// (what arrived since its last look is taken now, not after the sleep), then
-// the descriptors, only if that step moved nothing.
-bool pollFdsInline(InlineMover* m, std::vector<pollfd>* fds) {
+// (what arrived since its last look is taken now, not after the sleep; acks
+// too, which an inline step otherwise reads at most every 100 us: one that
+// arrived would make the sleep return at once until then), then the
+// descriptors, only if that step moved nothing. The executor counts as
+// present on the link for the whole sleep (inlineAtNs ahead of the clock):
+// a proxy that took what arrives would leave it asleep until the bound.
+bool pollFdsInline(InlineMover* m, std::vector<pollfd>* fds, int64_t sleepNs) {
   NetLink& link = *static_cast<NetLink::Mover*>(m)->link;
   std::unique_lock<std::mutex> lock(link.moveMu, std::try_to_lock);
   if (!lock.owns_lock() || !link.movable || link.failed) return false;
-  link.inlineAtNs.store(NetLink::nowNs(), std::memory_order_relaxed);
-  if (stepInline(link, true)) return false;
+  link.inlineAtNs.store(NetLink::nowNs() + sleepNs, std::memory_order_relaxed);
+  link.ackPolledNs = 0;
+  if (stepInline(link, true) || movedByOthers(link)) return false;
   return linkPollFds(link, fds);
 }
 
