@@ -14,12 +14,13 @@ std::vector<DeferredReleases::Release> DeferredReleases::takeHeld(int device) {
   return out;
 }
 
-void DeferredReleases::releaseOrHold(int device, Release release, const BusyFn& busy, bool mayBlockHere) {
-  if (!mayBlockHere || busy(device)) {
-    std::lock_guard<std::mutex> lock(mu_);
-    held_.emplace_back(device, std::move(release));
-    return;
-  }
+void DeferredReleases::hold(int device, Release release) {
+  std::lock_guard<std::mutex> lock(mu_);
+  held_.emplace_back(device, std::move(release));
+}
+
+void DeferredReleases::releaseOrHold(int device, Release release, const BusyFn& busy) {
+  if (busy(device)) return hold(device, std::move(release));
   for (Release& r : takeHeld(device)) r();
   release();
 }

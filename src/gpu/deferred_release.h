@@ -28,9 +28,11 @@ class DeferredReleases {
   using Release = std::function<void()>;
   using BusyFn = std::function<bool(int device)>;
 
-  // Runs `release`, and every release held for `device`, when !busy(device)
-  // and this thread may block on the device (`mayBlockHere`); else holds it.
-  void releaseOrHold(int device, Release release, const BusyFn& busy, bool mayBlockHere = true);
+  // Runs `release`, and every release held for `device`, when !busy(device);
+  // else holds it.
+  void releaseOrHold(int device, Release release, const BusyFn& busy);
+  // Holds `release` whatever the device does (a thread kernels wait on).
+  void hold(int device, Release release);
   // Runs the held releases of every device that is not busy; how many ran.
   size_t runIdle(const BusyFn& busy);
   size_t held() const;

@@ -19,7 +19,7 @@ bool addEnd(const FifoEnd& end, std::vector<pollfd>* fds, int64_t sleepNs) {
 bool addLaneWaits(const Plan& plan, Lane& lane, std::vector<pollfd>* fds, int64_t sleepNs) {
   const ActiveStep* a = waitingStep(plan, lane);
   if (a == nullptr) return true;
-  if (lane.seg < lane.segments.size() && sched::isWireKind(lane.segments[lane.seg].kind)) return false;
+  if (sched::isWireKind(lane.segments[lane.seg].kind)) return false;
   for (int i = 0; i < a->desc.nRecv; ++i)
     if (!addEnd(a->recv[i]->end(), fds, sleepNs)) return false;
   for (int i = 0; i < a->desc.nSend; ++i)

@@ -66,7 +66,7 @@ TEST(DeferredReleases, AThreadKernelsWaitOnHoldsEvenOnAnIdleDevice) {
   // for it between the idle check and the free; the watchdog runs it instead.
   Devices d;
   DeferredReleases q;
-  q.releaseOrHold(0, d.tag(1), d.busyFn(), /*mayBlockHere=*/false);
+  q.hold(0, d.tag(1));
   EXPECT_TRUE(d.released.empty());
   EXPECT_EQ(q.held(), 1u);
   EXPECT_EQ(q.runIdle(d.busyFn()), 1u);

@@ -114,6 +114,11 @@ ncclResult_t memFree(void* ptr) {
   return ncclSuccess;
 }
 
+bool gpuDirectRdmaSupported(int device) {
+  int value = 0;
+  return cudaDeviceGetAttribute(&value, cudaDevAttrGPUDirectRDMASupported, device) == cudaSuccess && value != 0;
+}
+
 ncclResult_t allocDeviceBuffer(int device, size_t bytes, std::shared_ptr<void>* keep, void** ptr) {
   DeviceScope scope(device);
   CHORUS_CUDA_CHECK(scope.status());

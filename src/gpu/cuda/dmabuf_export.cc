@@ -31,11 +31,6 @@ bool dmabufSupported(int device) {
          value != 0;
 }
 
-bool gpuDirectRdmaSupported(int device) {
-  int value = 0;
-  return cudaDeviceGetAttribute(&value, cudaDevAttrGPUDirectRDMASupported, device) == cudaSuccess && value != 0;
-}
-
 // Runs on the device that owns `ptr` (the driver resolves the range in the
 // current context; the caller's may be another GPU's, or none).
 ncclResult_t dmabufExport(int device, void* ptr, size_t bytes, int* fd, uint64_t* offset) {

@@ -80,7 +80,7 @@ bool GpuWatchdog::anyBusy(int device) {
 bool GpuWatchdog::holdForWatchdog(int device, DeferredReleases::Release release) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!running_) return false;
-  releases_.releaseOrHold(device, std::move(release), {}, false);
+  releases_.hold(device, std::move(release));
   cv_.notify_all();
   return true;
 }
@@ -93,9 +93,7 @@ void declareKernelsWaitOnThisThread() { kernelsWaitOnThisThread = true; }
 
 void releaseWhenIdle(int device, std::function<void()> release) {
   GpuWatchdog& w = GpuWatchdog::instance();
-  if (kernelsWaitOnThisThread) {
-    if (w.holdForWatchdog(device, release)) return;
-  }
+  if (kernelsWaitOnThisThread && w.holdForWatchdog(device, release)) return;
   w.releases().releaseOrHold(device, std::move(release), [&w](int d) { return w.anyBusy(d); });
 }
 
