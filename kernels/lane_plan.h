@@ -85,9 +85,10 @@ struct DevLane {
 // LL pieces are staged in shared memory, which bounds their size.
 inline constexpr uint32_t kLLMaxPieceBytes = 4096;
 
-// Payload of one LL piece through a slot of `slotBytes` on the GPU. Plans
-// size their steps in these (PlanBuilder::pieceBytes), the translation cuts
-// lanes into them (devicePieceBytes).
+// Payload of one LL piece through a slot of `slotBytes` on the GPU (its
+// lines, step::llLineBytes, fill at most the slot). Plans size their steps
+// in these (PlanBuilder::pieceBytes); the translation and the kernel's
+// parameter checks refuse pieces whose lines do not fit.
 constexpr uint32_t llPieceBytes(uint32_t slotBytes) {
   return llPayloadBytes(slotBytes) < kLLMaxPieceBytes ? llPayloadBytes(slotBytes) : kLLMaxPieceBytes;
 }

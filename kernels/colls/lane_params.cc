@@ -84,11 +84,14 @@ bool segmentValid(const sched::Segment& s, const LaneLaunch& a) {
     case sched::SegmentKind::RingGather:
     case sched::SegmentKind::RingScatter:
     case sched::SegmentKind::DirectPair:
+      // All-reduce, all-gather and reduce-scatter: both buffers are read or written.
+      if (s.count > 0 && (s.src == nullptr || s.dst == nullptr)) return false;
       if (s.conn[0] == sched::kNoConn || s.conn[1] == sched::kNoConn || s.roundElems == 0) return false;
       if (s.nranks < 1 || s.pos < 0 || s.pos >= s.nranks) return false;
       if (s.ringTable >= 0 && s.ringTable + s.nranks > nRankTable) return false;
       return true;
     case sched::SegmentKind::Hier:
+      if (s.count > 0 && (s.src == nullptr || s.dst == nullptr)) return false;
       if (s.roundElems == 0 || s.nranks < 1 || s.nranks2 < 1) return false;
       if (s.pos < 0 || s.pos >= s.nranks || s.pos2 < 0 || s.pos2 >= s.nranks2) return false;
       if (s.nranks > 1 &&
@@ -116,6 +119,20 @@ bool directOnlyInSimple(const DevLane& lane, const sched::Segment* segments) {
   return true;
 }
 
+// Every piece of the lane fits each slot of the connectors its (lane-kernel)
+// segments name: a Simple piece the slot, an LL piece's lines (twice its
+// bytes). Wire segments size their own pieces (checked when translated).
+bool piecesFitSlots(const DevLane& lane, const LaneLaunch& a) {
+  const uint64_t needs = lane.protocol == Protocol::LL ? 2 * uint64_t{lane.pieceBytes} : lane.pieceBytes;
+  for (uint32_t k = 0; k < lane.nSegments; ++k) {
+    const sched::Segment& s = a.segments[lane.firstSegment + k];
+    if (sched::isWireKind(s.kind)) continue;
+    for (int16_t c : s.conn)
+      if (c != sched::kNoConn && needs > a.fifos[c].slotBytes) return false;
+  }
+  return true;
+}
+
 bool laneValid(const DevLane& lane, int nSegments, size_t elemBytes) {
   if (lane.firstSegment > static_cast<uint32_t>(nSegments) ||
       lane.nSegments > static_cast<uint32_t>(nSegments) - lane.firstSegment)
@@ -126,8 +143,9 @@ bool laneValid(const DevLane& lane, int nSegments, size_t elemBytes) {
 
 bool fifoValid(const DevFifo& f, int nLanes) {
   if (f.drainBy < -1 || f.drainBy >= nLanes) return false;
+  // sizes[] and the fingerprints are indexed by position % nslots.
   return f.tail != nullptr && f.head != nullptr && f.sizes != nullptr && f.slots != nullptr && f.position != nullptr &&
-         f.nslots != 0 && f.slotBytes != 0;
+         f.nslots != 0 && f.nslots <= kMaxFifoSlots && f.slotBytes != 0;
 }
 
 bool countsValid(const LaneLaunch& a) {
@@ -153,7 +171,8 @@ cudaError_t packLaneParams(const LaneLaunch& args, size_t elemBytes, LaneParams*
   for (int i = 0; i < args.nSegments; ++i)
     if (!segmentValid(args.segments[i], args)) return cudaErrorInvalidValue;
   for (int i = 0; i < args.nLanes; ++i)
-    if (!laneValid(args.lanes[i], args.nSegments, elemBytes) || !directOnlyInSimple(args.lanes[i], args.segments))
+    if (!laneValid(args.lanes[i], args.nSegments, elemBytes) || !directOnlyInSimple(args.lanes[i], args.segments) ||
+        !piecesFitSlots(args.lanes[i], args))
       return cudaErrorInvalidValue;
   for (int i = 0; i < args.nFifos; ++i)
     if (!fifoValid(args.fifos[i], args.nLanes)) return cudaErrorInvalidValue;

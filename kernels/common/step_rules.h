@@ -161,6 +161,12 @@ struct LaneFailure {
   int32_t pad = 0;
   OpMismatchRecord mismatch;  // OpMismatch
 };
+// The GPU record crosses to the host field by field (recordFailure in
+// kernels/primitives/lane_failure.cuh writes it, commPollError in
+// src/gpu/cuda/comm_state.cc reads it): a field added here must be added to
+// both, or one side drops it. This fails until the sizes are updated too.
+static_assert(sizeof(LaneFailure) == 40 + sizeof(OpMismatchRecord),
+              "LaneFailure changed: update recordFailure and commPollError, then this size");
 
 // `rank`'s call `mine` received a slot of `theirs` from `peer`. `mine` is
 // this rank's own fingerprint (not the expected incoming one), so the

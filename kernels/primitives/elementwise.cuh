@@ -17,6 +17,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "kernels/common/elementwise_split.h"
 #include "kernels/common/reduce_ops.h"
 
 namespace chorus::dev {
@@ -80,46 +81,43 @@ __device__ __forceinline__ void combineRange(const Fn& fn, T* dst, const T* a, c
   constexpr int E = P::kElems;
   constexpr int U = kUnrollFor<T>;
   const bool vec = aligned16(dst) && aligned16(a) && (!Two || aligned16(b));
-  const size_t npacks = vec ? n / E : 0;
   const uint4* a4 = reinterpret_cast<const uint4*>(a);
   const uint4* b4 = reinterpret_cast<const uint4*>(b);
   uint4* d4 = reinterpret_cast<uint4*>(dst);
-
-  // Full rounds: every thread has kUnroll packs.
-  const size_t round = stride * U;
-  size_t base = 0;
-  for (; base + round <= npacks; base += round) {
-    P va[U], vb[U] = {};
+  // Which thread takes which packs and elements: step::splitElementwise
+  // (kernels/common/elementwise_split.h, checked on the host for every thread).
+  step::splitElementwise<E, U>(
+      n, vec, first, stride,
+      [&](uint64_t p0) {  // a full round: U packs, all loads before any store
+        P va[U], vb[U] = {};
 #pragma unroll
-    for (int u = 0; u < U; ++u) va[u].raw = loadPack<CgA>(a4 + base + first + u * stride);
-    if constexpr (Two) {
+        for (int u = 0; u < U; ++u) va[u].raw = loadPack<CgA>(a4 + p0 + u * stride);
+        if constexpr (Two) {
 #pragma unroll
-      for (int u = 0; u < U; ++u) vb[u].raw = loadPack<CgB>(b4 + base + first + u * stride);
-    }
+          for (int u = 0; u < U; ++u) vb[u].raw = loadPack<CgB>(b4 + p0 + u * stride);
+        }
 #pragma unroll
-    for (int u = 0; u < U; ++u) {
-      P out;
+        for (int u = 0; u < U; ++u) {
+          P out;
 #pragma unroll
-      for (int e = 0; e < E; ++e) out.elem[e] = one<PreA, PreB, Post, Two>(fn, va[u].elem[e], vb[u].elem[e]);
-      d4[base + first + u * stride] = out.raw;
-    }
-  }
-  // Remaining packs, one at a time.
-  for (size_t i = base + first; i < npacks; i += stride) {
-    P va, vb{}, out;
-    va.raw = loadPack<CgA>(a4 + i);
-    if constexpr (Two) vb.raw = loadPack<CgB>(b4 + i);
+          for (int e = 0; e < E; ++e) out.elem[e] = one<PreA, PreB, Post, Two>(fn, va[u].elem[e], vb[u].elem[e]);
+          d4[p0 + u * stride] = out.raw;
+        }
+      },
+      [&](uint64_t p) {  // one pack after the last full round
+        P va, vb{}, out;
+        va.raw = loadPack<CgA>(a4 + p);
+        if constexpr (Two) vb.raw = loadPack<CgB>(b4 + p);
 #pragma unroll
-    for (int e = 0; e < E; ++e) out.elem[e] = one<PreA, PreB, Post, Two>(fn, va.elem[e], vb.elem[e]);
-    d4[i] = out.raw;
-  }
-  // Elements after the last full pack (or all of them when unaligned).
-  for (size_t i = npacks * E + first; i < n; i += stride) {
-    if constexpr (Two)
-      dst[i] = applyReduce<PreA, PreB, Post>(fn, loadElem<CgA>(a + i), loadElem<CgB>(b + i));
-    else
-      dst[i] = applyTransform<PreA, Post>(fn, loadElem<CgA>(a + i));
-  }
+        for (int e = 0; e < E; ++e) out.elem[e] = one<PreA, PreB, Post, Two>(fn, va.elem[e], vb.elem[e]);
+        d4[p] = out.raw;
+      },
+      [&](uint64_t i) {  // one element after the last whole pack (or any, unaligned)
+        if constexpr (Two)
+          dst[i] = applyReduce<PreA, PreB, Post>(fn, loadElem<CgA>(a + i), loadElem<CgB>(b + i));
+        else
+          dst[i] = applyTransform<PreA, Post>(fn, loadElem<CgA>(a + i));
+      });
 }
 
 }  // namespace chorus::dev

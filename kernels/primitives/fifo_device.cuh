@@ -10,11 +10,12 @@
 //   slot (L1-bypassing loads), then one thread frees it (head + 1).
 // LL: the sender still waits for a free slot; one thread writes the piece's
 //   size (sizes[]) and the slot's fingerprint and fences, then the block
-//   publishes each 8-byte line {data, seq} with a single store; the
-//   receiver's threads spin on their own lines until the flag equals
-//   seq = position + 1 (slot memory starts zeroed, and seq grows, so stale
-//   lines never match), thread 0 checking the size and the fingerprint once
-//   it saw its first line. Only `head` is written.
+//   publishes each 8-byte line {data, flag} with a single store; the
+//   receiver's threads spin on their own lines until the flag equals the
+//   piece's (step::llFlag of its position: never 0, the value of zeroed slot
+//   memory, and never that of the slot's previous pieces), thread 0 checking
+//   the size and the fingerprint once it saw its first line. Only `head` is
+//   written. The line format is kernels/common/ll_lines.h.
 #pragma once
 
 #include <cuda/atomic>
@@ -22,6 +23,7 @@
 #include <cstdint>
 
 #include "kernels/common/direct_slot.h"
+#include "kernels/common/ll_lines.h"
 #include "kernels/lane_plan.h"
 #include "kernels/primitives/wait.cuh"
 
@@ -111,18 +113,14 @@ __device__ inline void releaseSlot(const DevFifo& f) {
 // the position moves; the lines carry their own flags.
 __device__ inline void advanceLL(const DevFifo& f) { *f.position += 1; }
 
-// The flag of the lines of piece `pos`: never 0, the value of slot memory no
-// piece has written yet (so a line beyond any earlier piece's end is never
-// taken for data, even when the position passes 2^32).
-__device__ __forceinline__ uint32_t llSeq(uint64_t pos) { return static_cast<uint32_t>(pos % 0xFFFFFFFFull) + 1; }
-
 // Block-wide: writes `bytes` payload bytes from `stage` (shared memory,
-// 4-byte aligned, zero-padded to a multiple of 4) as LL lines.
+// 4-byte aligned, zero-padded to a multiple of 4) as LL lines
+// (kernels/common/ll_lines.h: the format, shared with the host's tests).
 __device__ inline void llWrite(const DevFifo& f, uint64_t pos, const uint32_t* stage, uint32_t bytes) {
   volatile uint64_t* lines = reinterpret_cast<volatile uint64_t*>(slotAt(f, pos));
-  const uint32_t seq = llSeq(pos);
-  const uint32_t nlines = (bytes + 3) / 4;
-  for (uint32_t j = threadIdx.x; j < nlines; j += blockDim.x) lines[j] = (static_cast<uint64_t>(seq) << 32) | stage[j];
+  const uint32_t flag = step::llFlag(pos);
+  const uint32_t nlines = step::llLines(bytes);
+  for (uint32_t j = threadIdx.x; j < nlines; j += blockDim.x) lines[j] = step::llLine(flag, stage[j]);
 }
 
 // Sender of an LL piece (one thread, before the block writes the lines):
@@ -155,15 +153,15 @@ __device__ inline bool llSizeMatches(const LaneParams& P, const DevFifo& f, uint
 __device__ inline bool llRead(const LaneParams& P, const DevFifo& f, uint64_t pos, uint32_t* stage, uint32_t bytes,
                               const OpPrint& mine, Waiter& w) {
   const volatile uint64_t* lines = reinterpret_cast<const volatile uint64_t*>(slotAt(f, pos));
-  const uint32_t seq = llSeq(pos);
-  const uint32_t nlines = (bytes + 3) / 4;
+  const uint32_t flag = step::llFlag(pos);
+  const uint32_t nlines = step::llLines(bytes);
   for (uint32_t j = threadIdx.x; j < nlines; j += blockDim.x) {
     uint64_t line = lines[j];
-    while (static_cast<uint32_t>(line >> 32) != seq) {
+    while (step::llLineFlag(line) != flag) {
       if (!w.keepWaiting(f, true)) return false;
       line = lines[j];
     }
-    stage[j] = static_cast<uint32_t>(line);
+    stage[j] = step::llLineWord(line);
     if (j == 0) {
       cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_system);
       if (f.prints != nullptr && mine.valid != 0 && !acceptPrint(P, f, pos, mine)) return false;

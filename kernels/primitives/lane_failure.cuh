@@ -74,17 +74,17 @@ __device__ __forceinline__ void stampSlot(const DevFifo& f, uint64_t pos, const 
 __device__ inline void setVerdict(const DevFifo& f, const OpMismatchRecord& r) {
   if (f.prints == nullptr) return;
   volatile uint32_t* v = &f.prints->verdict;
-  if (*v != 0) return;
-  *v = 1;
+  if (*v != kVerdictNone) return;
+  *v = kVerdictWriting;
   storeWords(&f.prints->mismatch, step::canonicalMismatch(r));
   __threadfence_system();
-  *v = 2;
+  *v = kVerdictValid;
 }
 
 // The verdict on the FIFO, if any.
 __device__ inline bool readVerdict(const DevFifo& f, OpMismatchRecord* r) {
   if (f.prints == nullptr) return false;
-  if (*reinterpret_cast<const volatile uint32_t*>(&f.prints->verdict) != 2) return false;
+  if (*reinterpret_cast<const volatile uint32_t*>(&f.prints->verdict) != kVerdictValid) return false;
   cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_system);
   *r = loadWords(&f.prints->mismatch);
   return true;

@@ -65,10 +65,13 @@ inline constexpr uint16_t kWaitCycleMark = 1;
 // learned) that the two ends' calls do not match. Plain words, so the host
 // (std::atomic_ref, src/transport/fifo.h) and the lane kernel
 // (cuda::atomic_ref, kernels/primitives/op_verdict.cuh) share the layout.
-// `verdict`: 0 none, 1 being written, 2 `mismatch` valid; first one wins.
+// `verdict`: one of the three states below; first one wins.
+inline constexpr uint32_t kVerdictNone = 0;     // no verdict
+inline constexpr uint32_t kVerdictWriting = 1;  // `mismatch` being written
+inline constexpr uint32_t kVerdictValid = 2;    // `mismatch` valid
 struct FifoPrints {
   OpPrint slot[kMaxFifoSlots];
-  alignas(64) uint32_t verdict = 0;
+  alignas(64) uint32_t verdict = kVerdictNone;
   uint32_t pad = 0;
   OpMismatchRecord mismatch;
 };

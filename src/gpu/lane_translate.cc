@@ -83,17 +83,16 @@ class LaunchBuilder {
       largestStep =
           std::max(largestStep, largestHalfFifoStepBytes(seg, planTable, typeSize(plan_.tasks[seg.task].dtype)));
       LaneEnds ends{laneId, lane.proto == Proto::LL, &drains, &minSlot, &minSlots};
-      bool peerReads = false;
+      // Zero-copy only where the receiver can read this rank's memory: the
+      // send end a zero-copy step uses, as the host executor decides it
+      // (step_exec.cc: sendsZeroCopy with its first send's flag).
+      if (!firstSendReadsOurBuffers(seg)) seg.flags = static_cast<uint8_t>(seg.flags & ~sched::kSegDirect);
       for (int16_t& c : seg.conn) {
         if (c == sched::kNoConn) continue;
         int idx = 0;
         CHORUS_CHECK(connectorIndex(c, ends, out, &idx));
-        const ConnRef& ref = plan_.conns[static_cast<size_t>(c)];
-        peerReads = ref.send != nullptr && ref.end().peerReadsOurBuffers;
         c = static_cast<int16_t>(idx);
       }
-      // Zero-copy only where the receiver can read this rank's memory.
-      if (!peerReads) seg.flags = static_cast<uint8_t>(seg.flags & ~sched::kSegDirect);
       if (sched::isWireKind(seg.kind)) {
         CHORUS_CHECK(wireTableIndex(seg, ends, out, &seg.ringTable));
         const int32_t* table = seg.ringTable >= 0 ? out->rankTable.data() + seg.ringTable : nullptr;
@@ -107,10 +106,16 @@ class LaunchBuilder {
     }
     dl.nSegments = static_cast<uint32_t>(out->segments.size()) - dl.firstSegment;
     if (dl.nSegments == 0) return ncclSuccess;
-    dl.pieceBytes = devicePieceBytes(lane.proto, lane.pieceBytes, minSlot);
-    if (minSlot != UINT32_MAX && dl.pieceBytes > minSlot)
-      return fail(ncclInternalError, "GPU plan: lane %d moves pieces of %u bytes through %u-byte slots", laneId,
-                  dl.pieceBytes, minSlot);
+    // Every rank's lanes cut their steps into the plan's pieces, which its
+    // peer expects slot by slot: a piece that does not fit this lane's
+    // smallest slot is refused, never cut smaller here (the peer would not
+    // cut alike, and would report every slot as a size mismatch).
+    dl.pieceBytes = lane.pieceBytes;
+    if (minSlot != UINT32_MAX && devicePieceBytes(lane.proto, lane.pieceBytes, minSlot) != lane.pieceBytes)
+      return fail(ncclInternalError,
+                  "GPU plan: lane %d moves %s pieces of %u bytes, which do not fit its %u-byte slots (at most %u)",
+                  laneId, lane.proto == Proto::LL ? "LL" : "Simple", lane.pieceBytes, minSlot,
+                  devicePieceBytes(lane.proto, lane.pieceBytes, minSlot));
     const uint64_t stepPieces = sched::ceilDiv(largestStep, std::max<uint32_t>(1, dl.pieceBytes));
     if (minSlots != UINT32_MAX && stepPieces > std::max<uint32_t>(1, minSlots / 2))
       return fail(ncclInternalError,
@@ -201,9 +206,25 @@ class LaunchBuilder {
     return ncclSuccess;
   }
 
+  // Whether the first send end of `seg` (the one a zero-copy step sends
+  // through) lets its receiver read this rank's buffers.
+  bool firstSendReadsOurBuffers(const sched::Segment& seg) const {
+    const int16_t c = seg.conn[2];
+    if (c == sched::kNoConn || static_cast<size_t>(c) >= plan_.conns.size()) return false;
+    const ConnRef& ref = plan_.conns[static_cast<size_t>(c)];
+    return ref.send != nullptr && ref.end().peerReadsOurBuffers;
+  }
+
   ncclResult_t fifoIndex(const ConnRef& ref, int laneId, LaunchArrays* out, int* idx) {
     const void* connector = ref.recv ? static_cast<const void*>(ref.recv) : static_cast<const void*>(ref.send);
     const FifoEnd& end = ref.end();
+    // The kernel finds slot k at slots + k * slotBytes (DevFifo has no
+    // stride): a framed end (a header before each slot, net_wire.h) cannot
+    // be handed to it.
+    if (end.slotStride != 0 && end.slotStride != end.slotBytes)
+      return fail(ncclInternalError,
+                  "GPU plan: the connector to rank %d keeps %u bytes between %u-byte slots; kernels need them packed",
+                  end.peer, end.slotStride, end.slotBytes);
     auto owner = laneOfConnector_->emplace(connector, laneId).first;
     if (owner->second != laneId)
       return fail(ncclInternalError, "GPU plan: a connector to rank %d is used by lanes %d and %d", end.peer,

@@ -80,15 +80,15 @@ static_assert(sizeof(FifoControl) <= 4096, "the FIFO control block is one page")
 
 // Records a mismatch on the connector (first one wins).
 inline void fifoSetMismatch(FifoControl* ctl, const OpMismatchRecord& r) {
-  uint32_t expected = 0;
+  uint32_t expected = kVerdictNone;
   std::atomic_ref<uint32_t> verdict(ctl->prints.verdict);
-  if (!verdict.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) return;
+  if (!verdict.compare_exchange_strong(expected, kVerdictWriting, std::memory_order_acq_rel)) return;
   ctl->prints.mismatch = r;
-  verdict.store(2, std::memory_order_release);
+  verdict.store(kVerdictValid, std::memory_order_release);
 }
 // The mismatch recorded on the connector, if any.
 inline bool fifoMismatch(FifoControl* ctl, OpMismatchRecord* r) {
-  if (std::atomic_ref<uint32_t>(ctl->prints.verdict).load(std::memory_order_acquire) != 2) return false;
+  if (std::atomic_ref<uint32_t>(ctl->prints.verdict).load(std::memory_order_acquire) != kVerdictValid) return false;
   *r = ctl->prints.mismatch;
   return true;
 }

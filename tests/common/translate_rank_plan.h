@@ -15,8 +15,29 @@
 #include "gpu/lane_translate.h"
 #include "plan/plan_builder.h"
 #include "transport/connection_table.h"
+#if CHORUS_HAVE_CUDA
+#include "kernels/launch.h"
+#endif
 
 namespace chorus::test {
+
+// What the kernel's own checks (packLaneParams) say of a translated launch.
+// They live in the kernels' library: a build without CUDA accepts.
+inline bool kernelAccepts(const gpu::LaunchArrays& la) {
+#if CHORUS_HAVE_CUDA
+  dev::LaneLaunch L = la.header;
+  L.lanes = la.lanes.data();
+  L.segments = la.segments.data();
+  L.fifos = la.fifos.data();
+  L.rankTable = la.rankTable.data();
+  L.nTasks = 0;
+  static thread_local dev::LaneParams params;
+  return dev::packLaneParams(L, sizeof(float), &params) == cudaSuccess;
+#else
+  (void)la;
+  return true;
+#endif
+}
 
 // False, with the failure recorded on ctx, when a stage fails.
 inline bool translateRankPlan(RankCtx& ctx, Plan& plan, FifoEndTally::Positions* positions,

@@ -552,7 +552,45 @@ TEST_F(LaneParamsChecks, ZeroCopyOnlyOnPlainSendsOfSimpleLanes) {
   seg.flags &= static_cast<uint8_t>(~sched::kSegHasDst);
   ASSERT_EQ(pack(), cudaSuccess);
   lane.protocol = dev::Protocol::LL;
+  lane.pieceBytes = 512;  // its lines fit the slot: only the zero-copy flag is wrong
   EXPECT_EQ(pack(), cudaErrorInvalidValue);
+  seg.flags &= static_cast<uint8_t>(~sched::kSegDirect);
+  EXPECT_EQ(pack(), cudaSuccess);
+}
+
+// The kernel writes a whole piece (an LL piece's lines: twice its bytes)
+// into one slot of every connector its steps name.
+TEST_F(LaneParamsChecks, PiecesLargerThanTheirSlotsAreRefused) {
+  lane.pieceBytes = 1024 + 4;
+  EXPECT_EQ(pack(), cudaErrorInvalidValue);
+  lane.pieceBytes = 1024;
+  ASSERT_EQ(pack(), cudaSuccess);
+  lane.protocol = dev::Protocol::LL;
+  EXPECT_EQ(pack(), cudaErrorInvalidValue) << "1024 bytes of LL lines need a 2048-byte slot";
+  lane.pieceBytes = 512;
+  EXPECT_EQ(pack(), cudaSuccess);
+}
+
+// sizes[] and the slots' fingerprints hold kMaxFifoSlots entries.
+TEST_F(LaneParamsChecks, FifosWithMoreSlotsThanTheirRecordsHoldAreRefused) {
+  fifo.nslots = kMaxFifoSlots + 1;
+  EXPECT_EQ(pack(), cudaErrorInvalidValue);
+  fifo.nslots = kMaxFifoSlots;
+  EXPECT_EQ(pack(), cudaSuccess);
+}
+
+// Ring segments read their input and write their output at offsets the
+// kernel computes: a missing buffer would become a wild pointer.
+TEST_F(LaneParamsChecks, RingSegmentsNeedBothBuffers) {
+  seg = ringSegment();
+  ASSERT_EQ(pack(), cudaSuccess);
+  seg.src = nullptr;
+  EXPECT_EQ(pack(), cudaErrorInvalidValue);
+  seg.src = out;
+  seg.dst = nullptr;
+  EXPECT_EQ(pack(), cudaErrorInvalidValue);
+  seg.count = 0;
+  EXPECT_EQ(pack(), cudaSuccess) << "an empty segment touches no buffer";
 }
 
 }  // namespace

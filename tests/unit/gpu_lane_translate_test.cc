@@ -444,12 +444,59 @@ TEST_F(LaneTranslate, LLPiecesCarryHalfASlotAtMostFourKiB) {
 
   HostFifo f(8192, 4, 0, 1);
   const uint16_t t = addTask(ncclFloat16, ReduceKind::Sum);
-  addLanes(1, 8192, Proto::LL);
+  addLanes(1, 4096, Proto::LL);
   plan.lanes[0].segments = {single(t, kNoConn, conn(f.send.get()), 10)};
-  ASSERT_EQ(translate(), ncclSuccess);
+  ASSERT_EQ(translate(), ncclSuccess) << ncclGetLastError(nullptr);
   ASSERT_EQ(launches.size(), 1u);
   EXPECT_EQ(launches[0].lanes[0].protocol, dev::Protocol::LL);
   EXPECT_EQ(launches[0].lanes[0].pieceBytes, 4096u);
+}
+
+// The peer cuts its steps into the plan's pieces too: a lane whose pieces do
+// not fit its slots is refused, never cut smaller on this rank alone (its
+// peer would report every slot as a size mismatch).
+TEST_F(LaneTranslate, RefusesPiecesThatDoNotFitTheLanesSlots) {
+  HostFifo f(8192, 4, 0, 1);
+  const uint16_t t = addTask(ncclFloat32, ReduceKind::Sum);
+  addLanes(1, 8192, Proto::LL);  // LL lines take twice the payload
+  plan.lanes[0].segments = {single(t, kNoConn, conn(f.send.get()), 10)};
+  EXPECT_EQ(translate(), ncclInternalError);
+  std::string why = ncclGetLastError(nullptr);
+  EXPECT_NE(why.find("lane 0 moves LL pieces of 8192 bytes"), std::string::npos) << why;
+  EXPECT_NE(why.find("(at most 4096)"), std::string::npos) << why;
+
+  launches.clear();
+  plan.lanes[0].proto = Proto::Simple;
+  plan.lanes[0].pieceBytes = 16384;
+  EXPECT_EQ(translate(), ncclInternalError);
+  why = ncclGetLastError(nullptr);
+  EXPECT_NE(why.find("Simple pieces of 16384 bytes, which do not fit its 8192-byte slots"), std::string::npos) << why;
+
+  launches.clear();
+  plan.lanes[0].pieceBytes = 8192;
+  EXPECT_EQ(translate(), ncclSuccess) << ncclGetLastError(nullptr);
+}
+
+// The kernel finds slot k at k * slotBytes: a framed end (a header before
+// each slot, as host-mode network links keep) is refused.
+TEST_F(LaneTranslate, RefusesAFramedConnector) {
+  HostFifo f(4096, 4, 0, 1);
+  const uint16_t t = addTask(ncclFloat32, ReduceKind::Sum);
+  addLanes(1, 4096);
+  FifoEnd framedEnd = f.send->end();
+  framedEnd.slotStride = 4096 + 64;
+  SendConnector framed(framedEnd);
+  plan.lanes[0].segments = {single(t, kNoConn, conn(&framed), 10)};
+  EXPECT_EQ(translate(), ncclInternalError);
+  const std::string why = ncclGetLastError(nullptr);
+  EXPECT_NE(why.find("keeps 4160 bytes between 4096-byte slots"), std::string::npos) << why;
+
+  launches.clear();
+  FifoEnd packedEnd = f.send->end();
+  packedEnd.slotStride = 4096;
+  SendConnector packed(packedEnd);
+  plan.lanes[0].segments = {single(t, kNoConn, conn(&packed), 10)};
+  EXPECT_EQ(translate(), ncclSuccess) << ncclGetLastError(nullptr);
 }
 
 // The tuner keeps LL off network links in GPU mode (an LL sender never
@@ -459,7 +506,7 @@ TEST_F(LaneTranslate, RefusesLLOverANetworkLink) {
   HostFifo local(8192, 4, 0, 1);
   HostFifo network(8192, 4, 0, 1, false, std::make_shared<LinkHealth>());
   const uint16_t t = addTask(ncclFloat32, ReduceKind::Sum);
-  addLanes(1, 8192, Proto::LL);
+  addLanes(1, 4096, Proto::LL);
   plan.lanes[0].segments = {single(t, kNoConn, conn(local.send.get()), 10)};
   ASSERT_EQ(translate(), ncclSuccess) << ncclGetLastError(nullptr);
 
@@ -529,6 +576,7 @@ using RealCase = std::tuple<const char*, const char*, CollType>;
 class LaneTranslateRealPlans : public ::testing::TestWithParam<RealCase> {};
 
 void checkLaunch(RankCtx& ctx, const gpu::LaunchArrays& L) {
+  if (!kernelAccepts(L)) ctx.fail("rank %d: packLaneParams refuses the launch", ctx.rank);
   if (L.lanes.size() > gpu::kMaxLanesPerLaunch) ctx.fail("rank %d: %zu lanes", ctx.rank, L.lanes.size());
   if (L.segments.size() > static_cast<size_t>(dev::kLaunchMaxSegments))
     ctx.fail("rank %d: %zu segments", ctx.rank, L.segments.size());

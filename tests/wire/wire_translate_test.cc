@@ -22,9 +22,6 @@
 #include "plan/plan_builder.h"
 #include "transport/connection_table.h"
 #include "wire/wire_plans.h"
-#if CHORUS_HAVE_CUDA
-#include "kernels/launch.h"
-#endif
 
 namespace chorus::test {
 namespace {
@@ -64,23 +61,6 @@ Task wireTask(const WireCall& c, int nranks, float* residual) {
   t.wire.deterministic = c.format == 0 ? 1 : 0;
   t.wire.residual = c.format != 0 ? residual : nullptr;
   return t;
-}
-
-// What the kernel's checks (packLaneParams) say of a translated launch.
-bool kernelAccepts(const gpu::LaunchArrays& la) {
-#if CHORUS_HAVE_CUDA
-  dev::LaneLaunch L = la.header;
-  L.lanes = la.lanes.data();
-  L.segments = la.segments.data();
-  L.fifos = la.fifos.data();
-  L.rankTable = la.rankTable.data();
-  L.nTasks = 0;
-  static thread_local dev::LaneParams params;
-  return dev::packLaneParams(L, sizeof(float), &params) == cudaSuccess;
-#else
-  (void)la;
-  return true;
-#endif
 }
 
 // The fifo indices a wire segment's table names (its connector entries).

@@ -18,6 +18,7 @@
 #include "gpu/cuda/comm_state.h"
 #include "gpu/cuda/cuda_util.h"
 #include "gpu/gpu_runtime.h"
+#include "kernels/common/step_rules.h"
 #include "transport/connection_table.h"
 
 namespace chorus::gpu {
@@ -30,14 +31,19 @@ bool copied(cudaError_t e) {
 }
 
 // Writes `r` on one FIFO unless it holds a verdict; false if a copy failed.
+// The same plain writes as a kernel's (setVerdict, lane_failure.cuh), in the
+// same order and orientation: a kernel still running may write its record
+// at the same time, and both must then hold the same bytes.
 bool leaveVerdict(FifoPrints* prints, const OpMismatchRecord& r, cudaStream_t s) {
-  uint32_t verdict = 0;
+  uint32_t verdict = kVerdictNone;
   if (!copied(cudaMemcpyAsync(&verdict, &prints->verdict, sizeof(verdict), cudaMemcpyDefault, s)) ||
       !copied(cudaStreamSynchronize(s)))
     return false;
-  if (verdict != 0) return true;
-  static const uint32_t kValid = 2;  // FifoPrints::verdict: `mismatch` valid
-  return copied(cudaMemcpyAsync(&prints->mismatch, &r, sizeof(r), cudaMemcpyDefault, s)) &&
+  if (verdict != kVerdictNone) return true;
+  static const uint32_t kWriting = kVerdictWriting, kValid = kVerdictValid;
+  const OpMismatchRecord canonical = step::canonicalMismatch(r);
+  return copied(cudaMemcpyAsync(&prints->verdict, &kWriting, sizeof(kWriting), cudaMemcpyDefault, s)) &&
+         copied(cudaMemcpyAsync(&prints->mismatch, &canonical, sizeof(canonical), cudaMemcpyDefault, s)) &&
          copied(cudaMemcpyAsync(&prints->verdict, &kValid, sizeof(kValid), cudaMemcpyDefault, s)) &&
          copied(cudaStreamSynchronize(s));
 }
