@@ -119,6 +119,7 @@ CHORUS_EXPORT_ALIAS(ncclCommFinalize)
 CHORUS_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) try {
   if (comm == nullptr) return ncclSuccess;  // like free(NULL), as NCCL does
   CHORUS_CHECK(checkComm(comm, "ncclCommDestroy"));
+  groupDropComm(comm, "ncclCommDestroy");
   return commDestroy(comm);
 }
 CHORUS_API_CATCH
@@ -127,6 +128,7 @@ CHORUS_EXPORT_ALIAS(ncclCommDestroy)
 CHORUS_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) try {
   if (comm == nullptr) return ncclSuccess;
   CHORUS_CHECK(checkComm(comm, "ncclCommAbort"));
+  groupDropComm(comm, "ncclCommAbort");
   return commAbort(comm);
 }
 CHORUS_API_CATCH

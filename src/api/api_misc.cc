@@ -2,6 +2,7 @@
 // buffer registration and custom reduction operators.
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <mutex>
 #include <string>
@@ -137,7 +138,8 @@ CHORUS_EXPORT ncclResult_t ncclMemAlloc(void** ptr, size_t size) try {
   }
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   void* p = nullptr;
-  if (posix_memalign(&p, page, (size + page - 1) / page * page) != 0)
+  // Rounded up to whole pages; a size within a page of SIZE_MAX would wrap to 0.
+  if (size > SIZE_MAX - (page - 1) || posix_memalign(&p, page, (size + page - 1) / page * page) != 0)
     return fail(ncclSystemError, "ncclMemAlloc: cannot allocate %zu bytes", size);
   AllocationRegistry::instance().add(p, AllocationRegistry::Kind::Host);
   *ptr = p;

@@ -47,6 +47,14 @@ ncclResult_t commCheckUsable(ncclComm* comm, const char* fn) {
   return ncclSuccess;
 }
 
+ncclResult_t commEndedByCaller(const ncclComm* comm) {
+  if (comm->abortFlag.load(std::memory_order_relaxed))
+    return fail(ncclInvalidUsage, "rank %d: operation ended by ncclCommAbort", comm->id.rank);
+  if (comm->revoked.load(std::memory_order_relaxed))
+    return fail(ncclInvalidUsage, "rank %d: operation ended by ncclCommRevoke", comm->id.rank);
+  return ncclSuccess;
+}
+
 CommRegistry& CommRegistry::instance() {
   static CommRegistry registry;
   return registry;

@@ -112,6 +112,9 @@ namespace chorus {
 void commSetError(ncclComm* comm, ncclResult_t code, const std::string& message);
 // ncclSuccess, or the recorded error (re-recorded as the thread's last error).
 ncclResult_t commCheckUsable(ncclComm* comm, const char* fn);
+// ncclInvalidUsage once ncclCommAbort or ncclCommRevoke asked the running
+// operation to end (every wait of an operation checks it); else ncclSuccess.
+ncclResult_t commEndedByCaller(const ncclComm* comm);
 
 // Live communicators, so that NULL, destroyed and foreign pointers are
 // rejected with a clear error instead of a crash. Each thread remembers the

@@ -26,6 +26,38 @@ bool has(const ncclConfig_t* user, const T* field) {
   return reinterpret_cast<const char*>(field) + sizeof(T) <= reinterpret_cast<const char*>(user) + user->size;
 }
 
+// An int field the caller's struct holds and set (not NCCL_CONFIG_UNDEF_INT).
+bool setInt(const ncclConfig_t* user, const int* field) { return has(user, field) && *field != NCCL_CONFIG_UNDEF_INT; }
+
+// Fields that only steer GPU kernels or NCCL features Chorus does not have:
+// not used, but refused where NCCL refuses them, so a program that works
+// with one library works with the other.
+ncclResult_t checkUnusedFields(const ncclConfig_t* user) {
+  auto flag = [&](const int* f, const char* name) -> ncclResult_t {
+    if (setInt(user, f) && *f != 0 && *f != 1)
+      return fail(ncclInvalidArgument, "config: %s must be 0 or 1, got %d", name, *f);
+    return ncclSuccess;
+  };
+  if (setInt(user, &user->cgaClusterSize) && user->cgaClusterSize < 0)
+    return fail(ncclInvalidArgument, "config: cgaClusterSize must be >= 0, got %d", user->cgaClusterSize);
+  CHORUS_CHECK(flag(&user->splitShare, "splitShare"));
+  CHORUS_CHECK(flag(&user->collnetEnable, "collnetEnable"));
+  CHORUS_CHECK(flag(&user->shrinkShare, "shrinkShare"));
+  CHORUS_CHECK(flag(&user->nvlinkCentricSched, "nvlinkCentricSched"));
+  constexpr int kPolicies = NCCL_CTA_POLICY_EFFICIENCY | NCCL_CTA_POLICY_ZERO;
+  if (setInt(user, &user->CTAPolicy) && (user->CTAPolicy & ~kPolicies) != 0)
+    return fail(ncclInvalidArgument, "config: CTAPolicy %d is not a combination of NCCL_CTA_POLICY_* flags",
+                user->CTAPolicy);
+  if (setInt(user, &user->nvlsCTAs) && user->nvlsCTAs <= 0)
+    return fail(ncclInvalidArgument, "config: nvlsCTAs must be >= 1, got %d", user->nvlsCTAs);
+  constexpr int kMaxChannelsPerNetPeer = 64;
+  if (setInt(user, &user->nChannelsPerNetPeer) &&
+      (user->nChannelsPerNetPeer <= 0 || user->nChannelsPerNetPeer > kMaxChannelsPerNetPeer))
+    return fail(ncclInvalidArgument, "config: nChannelsPerNetPeer must be in [1, %d], got %d", kMaxChannelsPerNetPeer,
+                user->nChannelsPerNetPeer);
+  return ncclSuccess;
+}
+
 // CHORUS_WIRE and its companions (docs/wire.md). An unknown format is
 // refused at init rather than silently not compressing.
 ncclResult_t wireFromEnv(CommConfig* c) {
@@ -104,6 +136,9 @@ ncclResult_t resolveCommConfig(const ncclConfig_t* user, const CommConfig* inher
     return ncclSuccess;
   }
   CHORUS_CHECK(checkHeader(user));
+  CHORUS_CHECK(checkUnusedFields(user));
+  if (user->minCTAs != NCCL_CONFIG_UNDEF_INT && user->maxCTAs != NCCL_CONFIG_UNDEF_INT && user->minCTAs > user->maxCTAs)
+    return fail(ncclInvalidArgument, "config: minCTAs (%d) must not exceed maxCTAs (%d)", user->minCTAs, user->maxCTAs);
   if (user->blocking != NCCL_CONFIG_UNDEF_INT) {
     if (user->blocking != 0 && user->blocking != 1)
       return fail(ncclInvalidArgument, "config: blocking must be 0 or 1, got %d", user->blocking);

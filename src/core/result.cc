@@ -2,16 +2,26 @@
 
 #include <cstdarg>
 #include <cstdio>
+#include <cstring>
 
 namespace chorus {
 namespace {
 thread_local char tlsLastError[1024] = {0};
+
+// Formats into a buffer of its own first: a message that quotes the last one
+// (fail(code, "...: %s", lastErrorMessage())) reads tlsLastError while it is
+// written, which vsnprintf does not allow.
+void setLastError(const char* fmt, va_list ap) {
+  char text[sizeof(tlsLastError)];
+  vsnprintf(text, sizeof(text), fmt, ap);
+  memcpy(tlsLastError, text, sizeof(text));
 }
+}  // namespace
 
 ncclResult_t fail(ncclResult_t code, const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(tlsLastError, sizeof(tlsLastError), fmt, ap);
+  setLastError(fmt, ap);
   va_end(ap);
   CHORUS_WARN(kLogAll, "%s", tlsLastError);
   return code;
@@ -20,7 +30,7 @@ ncclResult_t fail(ncclResult_t code, const char* fmt, ...) {
 ncclResult_t failQuiet(ncclResult_t code, uint32_t subsys, const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(tlsLastError, sizeof(tlsLastError), fmt, ap);
+  setLastError(fmt, ap);
   va_end(ap);
   CHORUS_INFO(subsys, "%s", tlsLastError);
   return code;

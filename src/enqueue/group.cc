@@ -28,11 +28,15 @@ struct GroupState {
   int depth = 0;
   std::vector<Task> tasks;
   std::vector<std::function<ncclResult_t()>> inits;
+  std::vector<const ncclComm*> initComms;  // the communicator each of `inits` runs on
   ncclResult_t error = ncclSuccess;
+  std::string message;  // the first error's, as it was when it happened
   void clear() {
     tasks.clear();
     inits.clear();
+    initComms.clear();
     error = ncclSuccess;
+    message.clear();
   }
 };
 
@@ -139,12 +143,14 @@ ncclResult_t connectPlan(Plan* plan, SetupNoteWatch& watch, std::span<SetupNoteW
   if (!comm->conns->hasPending()) return ncclSuccess;
   std::string gone;  // a dead peer ends the wait even without a time limit
   WaitBound bound = watchPeers(waitBoundLimit(comm->config.timeoutMs, &comm->abortFlag), comm, &gone);
-  bound.stop = [peers = bound.stop, &watch, others] {
+  bound.stop = [peers = bound.stop, &watch, others, comm] {
     for (SetupNoteWatch& w : others) w.poll();  // a verdict they send ends this wait
-    return watch.poll() || (peers && peers());
+    return comm->revoked.load(std::memory_order_relaxed) || watch.poll() || (peers && peers());
   };
   ncclResult_t res = explainPeerGone(comm->conns->connectAll(bound), comm, gone);
   if (res != ncclSuccess && watch.found()) res = watch.error();
+  // Ended by this rank's own abort or revoke, not by a peer.
+  if (res != ncclSuccess && commEndedByCaller(comm) != ncclSuccess) res = ncclInvalidUsage;
   if (res != ncclSuccess) {
     commSetError(comm, res, lastErrorMessage());
     return res;
@@ -245,7 +251,29 @@ ncclResult_t groupStart() {
 }
 
 void groupRecordError(ncclResult_t err) {
-  if (tlsGroup.depth > 0 && tlsGroup.error == ncclSuccess) tlsGroup.error = err;
+  if (tlsGroup.depth == 0 || tlsGroup.error != ncclSuccess) return;
+  tlsGroup.error = err;
+  tlsGroup.message = lastErrorMessage();
+}
+
+void groupDropComm(const ncclComm* comm, const char* fn) {
+  GroupState& g = tlsGroup;
+  if (g.depth == 0) return;
+  size_t dropped = std::erase_if(g.tasks, [comm](const Task& t) { return t.comm == comm; });
+  for (size_t i = g.inits.size(); i-- > 0;) {
+    if (g.initComms[i] != comm) continue;
+    g.inits.erase(g.inits.begin() + static_cast<std::ptrdiff_t>(i));
+    g.initComms.erase(g.initComms.begin() + static_cast<std::ptrdiff_t>(i));
+    ++dropped;
+  }
+  if (dropped == 0) return;
+  const std::string saved = lastErrorMessage();
+  (void)fail(ncclInvalidUsage,
+             "%s was called on communicator %p inside a group with %zu call(s) queued on it; they were dropped "
+             "and the group runs nothing",
+             fn, static_cast<const void*>(comm), dropped);
+  groupRecordError(ncclInvalidUsage);
+  restoreLastError(saved);
 }
 
 ncclResult_t groupEnd() {
@@ -253,9 +281,10 @@ ncclResult_t groupEnd() {
   if (g.depth == 0) return fail(ncclInvalidUsage, "ncclGroupEnd: not inside a group (missing ncclGroupStart)");
   if (--g.depth > 0) return ncclSuccess;
   if (g.error != ncclSuccess) {
-    ncclResult_t err = g.error;
+    const ncclResult_t err = g.error;
+    const std::string why = std::move(g.message);
     g.clear();
-    return fail(err, "ncclGroupEnd: an operation in the group failed earlier: %s", lastErrorMessage());
+    return fail(err, "ncclGroupEnd: an operation in the group failed earlier: %s", why.c_str());
   }
   if (!g.inits.empty() && !g.tasks.empty()) {
     g.clear();
@@ -298,9 +327,10 @@ ncclResult_t enqueueTask(const Task& task) {
   return executeTasks(std::span<const Task>(&task, 1));
 }
 
-ncclResult_t enqueueInit(std::function<ncclResult_t()> init) {
+ncclResult_t enqueueInit(const ncclComm* uses, std::function<ncclResult_t()> init) {
   if (tlsGroup.depth > 0) {
     tlsGroup.inits.push_back(std::move(init));
+    tlsGroup.initComms.push_back(uses);
     return ncclSuccess;
   }
   return init();

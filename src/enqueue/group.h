@@ -24,9 +24,15 @@ bool inGroup();
 // Queues or runs a validated task.
 ncclResult_t enqueueTask(const Task& task);
 // Queues (inside a group) or runs a communicator creation or finalize: work
-// that rendezvouses with other ranks and so runs on its own thread at ncclGroupEnd.
-ncclResult_t enqueueInit(std::function<ncclResult_t()> init);
-// Records an error raised by a call inside the group; ncclGroupEnd will return it.
+// that rendezvouses with other ranks and so runs on its own thread at
+// ncclGroupEnd. `uses`: the communicator it runs on (groupDropComm).
+ncclResult_t enqueueInit(const ncclComm* uses, std::function<ncclResult_t()> init);
+// Records an error raised by a call inside the group (and its message, the
+// last error's); ncclGroupEnd will return it.
 void groupRecordError(ncclResult_t err);
+// `comm` is being destroyed or aborted by `fn` while this thread's group is
+// open: the operations the group queued on it are dropped (they would run on
+// a freed communicator), and ncclGroupEnd fails without running the rest.
+void groupDropComm(const ncclComm* comm, const char* fn);
 
 }  // namespace chorus

@@ -182,14 +182,7 @@ ncclResult_t checkVerdicts(Plan& plan) {
   return laneFailureError(f, plan.comm->id.rank, 0);
 }
 
-ncclResult_t checkFlags(Plan& plan) {
-  ncclComm* comm = plan.comm;
-  if (comm->abortFlag.load(std::memory_order_relaxed))
-    return fail(ncclInvalidUsage, "rank %d: operation ended by ncclCommAbort", comm->id.rank);
-  if (comm->revoked.load(std::memory_order_relaxed))
-    return fail(ncclInvalidUsage, "rank %d: operation ended by ncclCommRevoke", comm->id.rank);
-  return ncclSuccess;
-}
+ncclResult_t checkFlags(Plan& plan) { return commEndedByCaller(plan.comm); }
 
 // Fails if a connector a waiting lane needs has a broken network link. Only
 // current steps count: a peer that finished and closed its links is fine

@@ -131,6 +131,11 @@ ncclResult_t ConnectionTable::connectPending(const WaitBound& bound) {
     ncclResult_t res = bootstrap_->recv(p.key.peer, tagOf(p.key, rank_, p.key.peer), &handle, bound);
     if (res != ncclSuccess) {
       std::string why = lastErrorMessage();
+      // Asked to stop (an abort, a revoke, a peer's verdict): the caller says
+      // why; nothing is known against the peer.
+      if (waitAborted(bound))
+        return failQuiet(res, kLogInit, "rank %d: stopped waiting to connect to peer rank %d for %s (%s)", rank_,
+                         p.key.peer, p.req.label.c_str(), why.c_str());
       return fail(res,
                   "rank %d: could not connect to peer rank %d (pid %d) for %s: the peer is dead, stuck or did not "
                   "make the matching call (%s)",

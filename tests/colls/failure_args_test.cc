@@ -210,6 +210,23 @@ TEST(FailureArgsComm, InitArgumentsAndConfig) {
   blocking.blocking = 7;
   expectError(ctx, ncclCommInitRankConfig(&comm, 1, id, 0, &blocking), ncclInvalidArgument, "blocking",
               "config.blocking = 7");
+  // Fields Chorus does not use are still refused where NCCL refuses them.
+  const std::vector<std::pair<const char*, void (*)(ncclConfig_t&)>> unusedButChecked = {
+      {"cgaClusterSize", [](ncclConfig_t& c) { c.cgaClusterSize = -5; }},
+      {"CTAPolicy", [](ncclConfig_t& c) { c.CTAPolicy = 99; }},
+      {"nvlsCTAs", [](ncclConfig_t& c) { c.nvlsCTAs = -2; }},
+      {"nChannelsPerNetPeer", [](ncclConfig_t& c) { c.nChannelsPerNetPeer = 0; }},
+      {"collnetEnable", [](ncclConfig_t& c) { c.collnetEnable = 2; }},
+      {"splitShare", [](ncclConfig_t& c) { c.splitShare = 3; }},
+      {"minCTAs", [](ncclConfig_t& c) {
+         c.minCTAs = 8;
+         c.maxCTAs = 2;
+       }}};
+  for (const auto& [field, set] : unusedButChecked) {
+    ncclConfig_t bad = NCCL_CONFIG_INITIALIZER;
+    set(bad);
+    expectError(ctx, ncclCommInitRankConfig(&comm, 1, id, 0, &bad), ncclInvalidArgument, field, field);
+  }
 
   ncclUniqueId garbage;
   std::memset(&garbage, 0x3c, sizeof(garbage));
@@ -228,6 +245,22 @@ TEST(FailureArgsComm, InitArgumentsAndConfig) {
   expectUsable(ctx);
   EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
   for (const std::string& m : ctx.messages()) ADD_FAILURE() << m;
+}
+
+// Host memory is rounded up to whole pages: a size within a page of
+// SIZE_MAX must fail, not wrap to a zero-byte allocation that "succeeds".
+TEST(FailureArgsComm, MemAllocOfAnImpossibleSizeFails) {
+  useHostMode();
+  for (size_t size : {SIZE_MAX, SIZE_MAX - 100, size_t{1} << 62}) {
+    void* p = nullptr;
+    EXPECT_EQ(ncclMemAlloc(&p, size), ncclSystemError) << size;
+    EXPECT_EQ(p, nullptr) << size;
+    EXPECT_NE(std::string(ncclGetLastError(nullptr)).find("cannot allocate"), std::string::npos) << size;
+  }
+  void* p = nullptr;
+  ASSERT_EQ(ncclMemAlloc(&p, 4097), ncclSuccess) << ncclGetLastError(nullptr);
+  std::memset(p, 1, 4097);
+  EXPECT_EQ(ncclMemFree(p), ncclSuccess);
 }
 
 TEST(FailureArgsComm, ErrorStringsExist) {

@@ -23,6 +23,7 @@
 #include <latch>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "common/coll_cases.h"
@@ -51,7 +52,8 @@ void expectPeerFailure(RankCtx& ctx, ncclResult_t res, int64_t ms, int64_t bound
   if (res != ncclRemoteError && res != ncclSystemError)
     ctx.fail("rank %d: %s: returned %s, expected ncclRemoteError or ncclSystemError (%s)", ctx.rank, what,
              ncclGetErrorString(res), msg.c_str());
-  if (ms > boundMs) ctx.fail("rank %d: %s: took %lld ms, bound %lld ms", ctx.rank, what, (long long)ms, (long long)boundMs);
+  if (ms > boundMs)
+    ctx.fail("rank %d: %s: took %lld ms, bound %lld ms", ctx.rank, what, (long long)ms, (long long)boundMs);
   const std::string name = "rank " + std::to_string(victim);
   if (msg.find(name) == std::string::npos)
     ctx.fail("rank %d: %s: the error \"%s\" does not name the peer (\"%s\")", ctx.rank, what, msg.c_str(),
@@ -110,10 +112,14 @@ TEST_P(KilledPeer, SurvivorsFailFastNamingTheDeadRank) {
 
 std::string deathName(const ::testing::TestParamInfo<Death>& info) {
   switch (info.param) {
-    case Death::Exit: return "Exit";
-    case Death::Kill: return "SigKill";
-    case Death::InsideCall: return "InsideCall";
-    case Death::BeforeConnect: return "BeforeConnect";
+    case Death::Exit:
+      return "Exit";
+    case Death::Kill:
+      return "SigKill";
+    case Death::InsideCall:
+      return "InsideCall";
+    case Death::BeforeConnect:
+      return "BeforeConnect";
   }
   return "Unknown";
 }
@@ -156,12 +162,15 @@ INSTANTIATE_TEST_SUITE_P(Connectors, StuckPeer, ::testing::Values(false, true),
                            return std::string(info.param ? "AfterWarmup" : "BeforeConnect");
                          });
 
-class AbortFromAnotherThread : public ::testing::TestWithParam<bool> {};
+// (warm: the call's connectors exist already; revoke: ncclCommRevoke, not ncclCommAbort)
+class AbortFromAnotherThread : public ::testing::TestWithParam<std::tuple<bool, bool>> {};
 
-// Rank 1 never joins; a watchdog aborts rank 0's communicator after 300 ms.
-// The timeout is long (20 s), so only the abort can end the call.
+// Rank 1 never joins; a watchdog aborts (or revokes) rank 0's communicator
+// after 300 ms. The timeout is long (20 s), so only that can end the call,
+// with ncclInvalidUsage naming it, whether the call waits in connection
+// setup (its first call) or on its connectors.
 TEST_P(AbortFromAnotherThread, EndsTheBlockedCall) {
-  const bool warm = GetParam();
+  const auto [warm, revoke] = GetParam();
   std::latch done(1);
   RunOptions opts;
   opts.env = {{"CHORUS_TIMEOUT_MS", "20000"}};
@@ -175,27 +184,37 @@ TEST_P(AbortFromAnotherThread, EndsTheBlockedCall) {
         }
         ncclComm_t comm = ctx.comm;
         ncclResult_t abortRes = ncclInternalError;
-        std::thread watchdog([&] {
+        int64_t abortMs = -1;
+        std::thread watchdog([&, revoke = revoke] {
           std::this_thread::sleep_for(std::chrono::milliseconds(300));
-          abortRes = ncclCommAbort(comm);
+          const auto a0 = Clock::now();
+          abortRes = revoke ? ncclCommRevoke(comm, NCCL_REVOKE_DEFAULT) : ncclCommAbort(comm);
+          abortMs = msSince(a0);
         });
         const auto t0 = Clock::now();
         const ncclResult_t res = plainAllReduce(comm);
+        const std::string why = ncclGetLastError(nullptr);
         const int64_t ms = msSince(t0);
         watchdog.join();
-        ctx.comm = nullptr;  // the abort freed it
-        if (res == ncclSuccess) ctx.fail("rank 0: the aborted AllReduce returned ncclSuccess");
-        if (ms > 2300) ctx.fail("rank 0: the call returned %lld ms after it started; the abort came at 300 ms",
-                                (long long)ms);
-        if (abortRes != ncclSuccess) ctx.fail("rank 0: ncclCommAbort returned %s", ncclGetErrorString(abortRes));
+        if (!revoke) ctx.comm = nullptr;  // the abort freed it
+        const char* by = revoke ? "ncclCommRevoke" : "ncclCommAbort";
+        if (res != ncclInvalidUsage)
+          ctx.fail("rank 0: the AllReduce ended by %s returned %s (%s)", by, ncclGetErrorString(res), why.c_str());
+        if (why.find(std::string("operation ended by ") + by) == std::string::npos)
+          ctx.fail("rank 0: the message does not name %s: %s", by, why.c_str());
+        if (ms > 2300)
+          ctx.fail("rank 0: the call returned %lld ms after it started; %s came at 300 ms", (long long)ms, by);
+        if (abortRes != ncclSuccess) ctx.fail("rank 0: %s returned %s", by, ncclGetErrorString(abortRes));
+        if (abortMs > 2000) ctx.fail("rank 0: %s itself took %lld ms", by, (long long)abortMs);
         done.count_down();
       },
       opts);
 }
 
-INSTANTIATE_TEST_SUITE_P(Connectors, AbortFromAnotherThread, ::testing::Values(false, true),
-                         [](const ::testing::TestParamInfo<bool>& info) {
-                           return std::string(info.param ? "AfterWarmup" : "BeforeConnect");
+INSTANTIATE_TEST_SUITE_P(Connectors, AbortFromAnotherThread, ::testing::Combine(::testing::Bool(), ::testing::Bool()),
+                         [](const ::testing::TestParamInfo<std::tuple<bool, bool>>& info) {
+                           return std::string(std::get<0>(info.param) ? "AfterWarmup" : "BeforeConnect") +
+                                  (std::get<1>(info.param) ? "_Revoke" : "_Abort");
                          });
 
 TEST(InitTimeout, MissingRankFailsInitWithinBound) {
@@ -241,10 +260,21 @@ void strangerLoop(int port, std::atomic<bool>* stop, std::vector<int>* held, int
     std::vector<unsigned char> junk(97);
     for (size_t i = 0; i < junk.size(); ++i) junk[i] = static_cast<unsigned char>(i * 37 + round);
     switch (round++ % 4) {
-      case 0: (void)!write(fd, junk.data(), junk.size()); close(fd); break;         // random bytes
-      case 1: (void)!write(fd, "\xff\xff\xff\xff\xff\xff\xff\x7f", 8); close(fd); break;  // absurd length
-      case 2: held->push_back(fd); break;                                             // silent, held open
-      case 3: (void)!write(fd, junk.data(), 5); held->push_back(fd); break;          // half a frame
+      case 0:
+        (void)!write(fd, junk.data(), junk.size());
+        close(fd);
+        break;  // random bytes
+      case 1:
+        (void)!write(fd, "\xff\xff\xff\xff\xff\xff\xff\x7f", 8);
+        close(fd);
+        break;  // absurd length
+      case 2:
+        held->push_back(fd);
+        break;  // silent, held open
+      case 3:
+        (void)!write(fd, junk.data(), 5);
+        held->push_back(fd);
+        break;  // half a frame
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }

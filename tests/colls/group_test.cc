@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "common/coll_cases.h"
@@ -37,8 +38,9 @@ void runGrouped(RankCtx& ctx, ncclComm_t comm, const std::vector<Case>& cases) {
   if (!RANK_OK(ctx, ncclGroupStart())) return;
   for (auto& p : ps) {
     ncclResult_t res = p->issue();
-    if (res != ncclSuccess) ctx.fail("rank %d: issuing %s in a group returned %s", ctx.rank,
-                                     collName(p->spec().coll), ncclGetErrorString(res));
+    if (res != ncclSuccess)
+      ctx.fail("rank %d: issuing %s in a group returned %s", ctx.rank, collName(p->spec().coll),
+               ncclGetErrorString(res));
   }
   if (!RANK_OK(ctx, ncclGroupEnd())) return;
   for (auto& p : ps) p->verify();
@@ -131,6 +133,63 @@ TEST(GroupsInitAll, OneOpPerCommFromOneThread) {
       }
     });
   }
+}
+
+// Destroying or aborting a communicator inside the group that queued calls
+// on it drops them (they would run on a freed communicator), and
+// ncclGroupEnd says so and runs nothing.
+TEST(GroupsInitAll, DestroyOrAbortInsideTheGroupDropsTheCallsQueuedOnIt) {
+  for (const char* fn : {"ncclCommDestroy", "ncclCommAbort"}) {
+    runInitAll(2, [&](RankCtx& ctx, std::vector<ncclComm_t>& comms) {
+      std::vector<float> in(64, 1.0f), out0(64, 0.0f), out1(64, 0.0f);
+      RANK_OK(ctx, ncclGroupStart());
+      RANK_OK(ctx, ncclAllReduce(in.data(), out0.data(), 64, ncclFloat32, ncclSum, comms[0], nullptr));
+      RANK_OK(ctx, ncclAllReduce(in.data(), out1.data(), 64, ncclFloat32, ncclSum, comms[1], nullptr));
+      const bool destroy = std::string(fn) == "ncclCommDestroy";
+      RANK_OK(ctx, destroy ? ncclCommDestroy(comms[0]) : ncclCommAbort(comms[0]));
+      comms[0] = nullptr;
+      const ncclResult_t end = ncclGroupEnd();
+      const std::string why = ncclGetLastError(nullptr);
+      if (end != ncclInvalidUsage) ctx.fail("%s in a group: ncclGroupEnd returned %s", fn, ncclGetErrorString(end));
+      if (why.find(std::string(fn) + " was called on communicator") == std::string::npos ||
+          why.find("1 call(s) queued on it; they were dropped") == std::string::npos)
+        ctx.fail("%s in a group: ncclGroupEnd says: %s", fn, why.c_str());
+      if (out1[0] != 0.0f) ctx.fail("%s in a group: the other communicator's call ran", fn);
+    });
+  }
+}
+
+// A split queued in the group runs on its parent: destroying the parent
+// first drops it.
+TEST(GroupsInitAll, DestroyingTheParentOfAQueuedSplitDropsTheSplit) {
+  runInitAll(2, [&](RankCtx& ctx, std::vector<ncclComm_t>& comms) {
+    ncclComm_t child = nullptr;
+    RANK_OK(ctx, ncclGroupStart());
+    RANK_OK(ctx, ncclCommSplit(comms[0], 0, 0, &child, nullptr));
+    RANK_OK(ctx, ncclCommDestroy(comms[0]));
+    comms[0] = nullptr;
+    const ncclResult_t end = ncclGroupEnd();
+    if (end != ncclInvalidUsage) ctx.fail("ncclGroupEnd returned %s", ncclGetErrorString(end));
+    if (child != nullptr) ctx.fail("the dropped split made a communicator");
+  });
+}
+
+// A call that fails inside a group fails ncclGroupEnd with its own message,
+// even after later calls of the group.
+TEST(GroupsInitAll, GroupEndRepeatsTheMessageOfTheCallThatFailed) {
+  runInitAll(1, [&](RankCtx& ctx, std::vector<ncclComm_t>& comms) {
+    std::vector<float> buf(8, 1.0f);
+    RANK_OK(ctx, ncclGroupStart());
+    const ncclResult_t bad =
+        ncclAllReduce(buf.data(), buf.data(), 8, static_cast<ncclDataType_t>(77), ncclSum, comms[0], nullptr);
+    if (bad != ncclInvalidArgument) ctx.fail("datatype 77 returned %s", ncclGetErrorString(bad));
+    RANK_OK(ctx, ncclAllReduce(buf.data(), buf.data(), 8, ncclFloat32, ncclSum, comms[0], nullptr));
+    const ncclResult_t end = ncclGroupEnd();
+    const std::string why = ncclGetLastError(nullptr);
+    if (end != ncclInvalidArgument) ctx.fail("ncclGroupEnd returned %s", ncclGetErrorString(end));
+    if (why.find("an operation in the group failed earlier: ncclAllReduce: invalid datatype 77") == std::string::npos)
+      ctx.fail("ncclGroupEnd says: %s", why.c_str());
+  });
 }
 
 TEST(GroupsInitAll, SeveralOpsPerCommInOneGroup) {
