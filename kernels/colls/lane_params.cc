@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/wire_support.h"
+#include "kernels/common/ll_lines.h"
 #include "kernels/launch.h"
 
 namespace chorus::dev {
@@ -120,10 +121,11 @@ bool directOnlyInSimple(const DevLane& lane, const sched::Segment* segments) {
 }
 
 // Every piece of the lane fits each slot of the connectors its (lane-kernel)
-// segments name: a Simple piece the slot, an LL piece's lines (twice its
-// bytes). Wire segments size their own pieces (checked when translated).
+// segments name: a Simple piece the slot, an LL piece's lines
+// (step::llLineBytes: 8 bytes per started 4). Wire segments size their own
+// pieces (checked when translated).
 bool piecesFitSlots(const DevLane& lane, const LaneLaunch& a) {
-  const uint64_t needs = lane.protocol == Protocol::LL ? 2 * uint64_t{lane.pieceBytes} : lane.pieceBytes;
+  const uint64_t needs = lane.protocol == Protocol::LL ? step::llLineBytes(lane.pieceBytes) : lane.pieceBytes;
   for (uint32_t k = 0; k < lane.nSegments; ++k) {
     const sched::Segment& s = a.segments[lane.firstSegment + k];
     if (sched::isWireKind(s.kind)) continue;

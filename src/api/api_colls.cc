@@ -59,6 +59,10 @@ ncclResult_t submit(Task& t, const char* fn, bool reduces, int dtype, int op,
                     ncclResult_t (*extra)(const Task&, const char*), WireChoice wire = {}) {
   ncclResult_t res = prepare(&t, fn, reduces, dtype, op);
   if (res == ncclSuccess && reduces) res = configureWire(&t, wire.explicitConfig, wire.config, fn);
+  // A plain average of floating-point values as NCCL computes it; the
+  // deterministic and compressed forms keep their own (docs/wire.md).
+  if (res == ncclSuccess && reduces && !t.wire.active())
+    t.comm->redops.averageByPreMultiply(t.comm->id.nranks, &t.spec);
   if (res == ncclSuccess) res = checkSizes(t, fn);
   if (res == ncclSuccess && extra) res = extra(t, fn);
   if (res == ncclSuccess) res = enqueueTask(t);

@@ -43,6 +43,11 @@ struct ReduceSpec {
   const void* scalar;         // PreMulSum only: points at one element of `type`; read when the reduction runs
   int divisor;                // SumPostDiv only: nranks (must be >= 1)
   bool scalarOnHost = false;  // PreMulSum: `scalar` is host memory (ncclScalarHostImmediate)
+  // The caller asked for ncclAvg, computed as PreMulSum by 1/nranks
+  // (RedOpTable::averageByPreMultiply): fingerprints and reports say "avg".
+  bool average = false;
+  // The kind the caller asked for (what fingerprints compare and reports name).
+  ReduceKind askedKind() const { return average ? ReduceKind::SumPostDiv : kind; }
 };
 
 // Bytes per element; 0 for an invalid type.

@@ -76,7 +76,7 @@ ncclResult_t finalizeNow(ncclComm* comm, bool wait) {
 ncclResult_t commFinalize(ncclComm* comm, const DeferRendezvous& defer) {
   if (comm->finalized) return fail(ncclInvalidUsage, "ncclCommFinalize: communicator already finalized");
   if (comm->revoked) return fail(ncclInvalidUsage, "ncclCommFinalize: communicator was revoked");
-  if (defer) return defer(comm, [comm] { return finalizeNow(comm, true); });
+  if (defer) return defer(comm, /*finalize=*/true, [comm] { return finalizeNow(comm, true); });
   if (comm->config.blocking == 0) {
     if (comm->initThread.joinable()) comm->initThread.join();
     comm->asyncError = ncclInProgress;

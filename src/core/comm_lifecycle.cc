@@ -222,7 +222,7 @@ ncclResult_t launchInit(ncclComm* comm, MemberSpec spec, const DeferRendezvous& 
     comm->initThread = std::thread([body] { body(); });
     return ncclInProgress;
   }
-  if (defer) return defer(comm, body);
+  if (defer) return defer(comm, /*finalize=*/false, body);
   ncclResult_t res = body();
   if (res != ncclSuccess) {
     std::string msg = lastErrorMessage();
@@ -307,7 +307,8 @@ ncclResult_t commSplit(ncclComm* parent, int color, int key, ncclComm_t* out, co
   // per rank splits all its communicators in one group): the whole split
   // runs at the group's end, each on its own thread, and *out is set there.
   *out = nullptr;
-  return defer(parent, [parent, color, key, out, config] { return splitNow(parent, color, key, out, config, {}); });
+  return defer(parent, /*finalize=*/false,
+               [parent, color, key, out, config] { return splitNow(parent, color, key, out, config, {}); });
 }
 
 ncclResult_t commShrink(ncclComm* parent, const int* exclude, int nexclude, ncclComm_t* out, const ncclConfig_t* cfg,

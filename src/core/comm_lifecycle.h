@@ -15,8 +15,9 @@ namespace chorus {
 // passes the group's queue (enqueueInit), which runs the work at ncclGroupEnd
 // and reports its result there. The communicator layer never asks whether a
 // group is open: it sits below the group layer. `uses`: the communicator the
-// work runs on, which must not be freed before it ran (groupDropComm).
-using DeferRendezvous = std::function<ncclResult_t(const ncclComm* uses, std::function<ncclResult_t()>)>;
+// work runs on, which must not be freed before it ran (groupDropComm);
+// `finalize`: the work is its finalize, which destroying it makes moot.
+using DeferRendezvous = std::function<ncclResult_t(const ncclComm* uses, bool finalize, std::function<ncclResult_t()>)>;
 
 ncclResult_t commInitRank(ncclComm_t* out, int nranks, const ncclUniqueId& id, int rank, const ncclConfig_t* cfg,
                           const DeferRendezvous& defer);

@@ -3,8 +3,55 @@
 #include <cstring>
 
 #include "core/result.h"
+#include "kernels/common/float_types.h"
 
 namespace chorus {
+namespace {
+
+// The bits of `x` rounded to floating-point type `type`; false for other types.
+bool floatBits(ncclDataType_t type, double x, uint64_t* bits) {
+  const auto put = [bits](auto v) { std::memcpy(bits, &v, sizeof(v)); };
+  switch (type) {
+    case ncclFloat16:
+      put(floatToHalf(static_cast<float>(x)));
+      return true;
+    case ncclBfloat16:
+      put(floatToBf16(static_cast<float>(x)));
+      return true;
+    case ncclFloat8e4m3:
+      put(floatToFp8e4m3(static_cast<float>(x)));
+      return true;
+    case ncclFloat8e5m2:
+      put(floatToFp8e5m2(static_cast<float>(x)));
+      return true;
+    case ncclFloat32:
+      put(static_cast<float>(x));
+      return true;
+    case ncclFloat64:
+      put(x);
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+void RedOpTable::averageByPreMultiply(int nranks, ReduceSpec* spec) const {
+  if (spec->kind != ReduceKind::SumPostDiv || nranks < 1) return;
+  uint64_t probe = 0;
+  if (!floatBits(spec->type, 1.0, &probe)) return;  // integers: the sum divided once, truncated
+  std::call_once(averageOnce_, [this, nranks] {
+    for (int t = 0; t < ncclNumTypes; ++t)
+      (void)floatBits(static_cast<ncclDataType_t>(t), 1.0 / nranks, &averageScalar_[t]);
+  });
+  spec->kind = ReduceKind::PreMulSum;
+  spec->scalar = &averageScalar_[spec->type];
+  spec->scalarOnHost = true;
+  spec->divisor = 1;
+  spec->average = true;
+}
+
 const uint64_t* RedOpTable::keptImmediate(ncclDataType_t type, const void* scalar) {
   uint64_t bits = 0;
   std::memcpy(&bits, scalar, typeSize(type));

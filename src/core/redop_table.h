@@ -25,6 +25,13 @@ class RedOpTable {
   ncclResult_t destroy(ncclRedOp_t op);
   // Resolves (op, type) into a ReduceSpec for an operation on nranks ranks.
   ncclResult_t resolve(ncclRedOp_t op, ncclDataType_t type, int nranks, ReduceSpec* spec) const;
+  // ncclAvg of a floating-point type as NCCL computes it: each rank's value
+  // times 1/nranks rounded to the type, then summed (a sum divided once
+  // overflows where the values are near the type's largest). Turns a
+  // resolved average (SumPostDiv) of such a type into that PreMulSum; other
+  // specs are left as they are. `nranks` is the communicator's, the same on
+  // every call.
+  void averageByPreMultiply(int nranks, ReduceSpec* spec) const;
 
  private:
   struct Entry {
@@ -39,6 +46,8 @@ class RedOpTable {
   std::vector<Entry> entries_;                                                // handle - ncclNumOps -> operator
   std::vector<int> freeSlots_;                                                // entries of destroyed operators
   std::map<std::pair<int, uint64_t>, std::unique_ptr<uint64_t>> immediates_;  // (datatype, bytes) -> kept copy
+  mutable std::once_flag averageOnce_;
+  mutable uint64_t averageScalar_[ncclNumTypes] = {};  // per datatype: 1/nranks in it (floating-point types)
 };
 
 }  // namespace chorus

@@ -28,13 +28,17 @@ struct GroupState {
   int depth = 0;
   std::vector<Task> tasks;
   std::vector<std::function<ncclResult_t()>> inits;
-  std::vector<const ncclComm*> initComms;  // the communicator each of `inits` runs on
+  struct InitUse {
+    const ncclComm* comm;  // the communicator the init runs on
+    bool finalize;         // it is that communicator's finalize
+  };
+  std::vector<InitUse> initUses;  // one per entry of `inits`
   ncclResult_t error = ncclSuccess;
   std::string message;  // the first error's, as it was when it happened
   void clear() {
     tasks.clear();
     inits.clear();
-    initComms.clear();
+    initUses.clear();
     error = ncclSuccess;
     message.clear();
   }
@@ -241,6 +245,13 @@ ncclResult_t executeTasks(std::span<const Task> tasks) {
   return executeOnOneComm(tasks);
 }
 
+ncclResult_t goneFromGroup(const ncclComm* comm) {
+  return fail(ncclInvalidUsage,
+              "ncclGroupEnd: communicator %p was destroyed or aborted while this group held calls on it; the group "
+              "runs nothing",
+              static_cast<const void*>(comm));
+}
+
 }  // namespace
 
 bool inGroup() { return tlsGroup.depth > 0; }
@@ -261,10 +272,11 @@ void groupDropComm(const ncclComm* comm, const char* fn) {
   if (g.depth == 0) return;
   size_t dropped = std::erase_if(g.tasks, [comm](const Task& t) { return t.comm == comm; });
   for (size_t i = g.inits.size(); i-- > 0;) {
-    if (g.initComms[i] != comm) continue;
+    if (g.initUses[i].comm != comm) continue;
+    // A queued finalize is moot (destroy finalizes itself): dropped silently.
+    if (!g.initUses[i].finalize) ++dropped;
     g.inits.erase(g.inits.begin() + static_cast<std::ptrdiff_t>(i));
-    g.initComms.erase(g.initComms.begin() + static_cast<std::ptrdiff_t>(i));
-    ++dropped;
+    g.initUses.erase(g.initUses.begin() + static_cast<std::ptrdiff_t>(i));
   }
   if (dropped == 0) return;
   const std::string saved = lastErrorMessage();
@@ -292,7 +304,14 @@ ncclResult_t groupEnd() {
   }
   auto inits = std::move(g.inits);
   auto tasks = std::move(g.tasks);
+  const auto initUses = std::move(g.initUses);
   g.clear();
+  // Another thread may have destroyed or aborted a communicator this group
+  // holds calls on (its own groupDropComm sees only its own group).
+  for (const Task& t : tasks)
+    if (!CommRegistry::instance().contains(t.comm)) return goneFromGroup(t.comm);
+  for (const auto& u : initUses)
+    if (!CommRegistry::instance().contains(u.comm)) return goneFromGroup(u.comm);
   if (!inits.empty()) return runInits(inits);
   return executeTasks(tasks);
 }
@@ -327,10 +346,10 @@ ncclResult_t enqueueTask(const Task& task) {
   return executeTasks(std::span<const Task>(&task, 1));
 }
 
-ncclResult_t enqueueInit(const ncclComm* uses, std::function<ncclResult_t()> init) {
+ncclResult_t enqueueInit(const ncclComm* uses, bool finalize, std::function<ncclResult_t()> init) {
   if (tlsGroup.depth > 0) {
     tlsGroup.inits.push_back(std::move(init));
-    tlsGroup.initComms.push_back(uses);
+    tlsGroup.initUses.push_back({uses, finalize});
     return ncclSuccess;
   }
   return init();

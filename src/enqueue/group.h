@@ -25,8 +25,9 @@ bool inGroup();
 ncclResult_t enqueueTask(const Task& task);
 // Queues (inside a group) or runs a communicator creation or finalize: work
 // that rendezvouses with other ranks and so runs on its own thread at
-// ncclGroupEnd. `uses`: the communicator it runs on (groupDropComm).
-ncclResult_t enqueueInit(const ncclComm* uses, std::function<ncclResult_t()> init);
+// ncclGroupEnd. `uses`: the communicator it runs on; `finalize`: it is that
+// communicator's finalize (groupDropComm).
+ncclResult_t enqueueInit(const ncclComm* uses, bool finalize, std::function<ncclResult_t()> init);
 // Records an error raised by a call inside the group (and its message, the
 // last error's); ncclGroupEnd will return it.
 void groupRecordError(ncclResult_t err);

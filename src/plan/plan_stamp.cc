@@ -17,7 +17,7 @@ void makeStamps(Plan& plan) {
   for (size_t i = 0; i < plan.tasks.size(); ++i) {
     const Task& t = plan.tasks[i];
     OpStamp& s = plan.stamps[i];
-    s.mine = makeOpPrint(t.type, t.count, t.dtype, t.spec.kind, t.root, 0, t.wire.format, t.wire.deterministic);
+    s.mine = makeOpPrint(t.type, t.count, t.dtype, t.spec.askedKind(), t.root, 0, t.wire.format, t.wire.deterministic);
     s.expect = step::expectedFromPeer(s.mine);
     plan.collectives += !isSendOrRecv(t.type) ? 1 : 0;
   }

@@ -125,6 +125,16 @@ TEST(OpMismatch, SumVersusMax) {
   });
 }
 
+// A float average runs as a pre-multiplied sum (as in NCCL), yet it is still
+// told apart from a plain sum, and named "avg".
+TEST(OpMismatch, AverageVersusSum) {
+  onThreadsAndProcesses(2, [](RankCtx& ctx) {
+    const Call warm = twice(allReduceCall(1000, ncclFloat32, ncclSum), allReduceCall(1000, ncclFloat32, ncclAvg));
+    expectMismatch(ctx, warm, allReduceCall(1000, ncclFloat32, ctx.rank == 0 ? ncclSum : ncclAvg),
+                   {"op #3", "AllReduce(1000 x float, sum)", "AllReduce(1000 x float, avg)"});
+  });
+}
+
 Call wireCall(chorusWire_t wire) {
   return [=](RankCtx& ctx, Buffers& b) {
     chorusReduceConfig_t config = CHORUS_REDUCE_CONFIG_INIT;

@@ -5,8 +5,10 @@
 // point-to-point patterns: ring shift, all-pairs, self send/recv, fan-out.
 #include <gtest/gtest.h>
 
+#include <latch>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/coll_cases.h"
@@ -171,6 +173,45 @@ TEST(GroupsInitAll, DestroyingTheParentOfAQueuedSplitDropsTheSplit) {
     const ncclResult_t end = ncclGroupEnd();
     if (end != ncclInvalidUsage) ctx.fail("ncclGroupEnd returned %s", ncclGetErrorString(end));
     if (child != nullptr) ctx.fail("the dropped split made a communicator");
+  });
+}
+
+// Destroy finalizes by itself: a finalize queued before it in the same group
+// is dropped without an error.
+TEST(GroupsInitAll, FinalizeThenDestroyInOneGroupSucceeds) {
+  runInitAll(1, [&](RankCtx& ctx, std::vector<ncclComm_t>& comms) {
+    RANK_OK(ctx, ncclGroupStart());
+    RANK_OK(ctx, ncclCommFinalize(comms[0]));
+    RANK_OK(ctx, ncclCommDestroy(comms[0]));
+    comms[0] = nullptr;
+    RANK_OK(ctx, ncclGroupEnd());
+  });
+}
+
+// Another thread destroys a communicator this thread's open group holds a
+// call on: ncclGroupEnd refuses to run on the freed communicator.
+TEST(GroupsInitAll, AGroupWhoseCommunicatorAnotherThreadDestroyedRunsNothing) {
+  runInitAll(1, [&](RankCtx& ctx, std::vector<ncclComm_t>& comms) {
+    std::vector<float> buf(16, 1.0f);
+    std::latch queued(1), destroyed(1);
+    ncclResult_t end = ncclSuccess;
+    std::string why;
+    std::thread owner([&] {
+      RANK_OK(ctx, ncclGroupStart());
+      RANK_OK(ctx, ncclAllReduce(buf.data(), buf.data(), 16, ncclFloat32, ncclSum, comms[0], nullptr));
+      queued.count_down();
+      destroyed.wait();
+      end = ncclGroupEnd();
+      why = ncclGetLastError(nullptr);
+    });
+    queued.wait();
+    RANK_OK(ctx, ncclCommDestroy(comms[0]));
+    comms[0] = nullptr;
+    destroyed.count_down();
+    owner.join();
+    if (end != ncclInvalidUsage) ctx.fail("ncclGroupEnd returned %s", ncclGetErrorString(end));
+    if (why.find("was destroyed or aborted while this group held calls on it") == std::string::npos)
+      ctx.fail("ncclGroupEnd says: %s", why.c_str());
   });
 }
 

@@ -214,8 +214,14 @@ double reduceInput(ncclDataType_t t, OpKind op, int nranks, int rank, size_t ind
   const TypeInfo& ti = typeInfo(t);
   index %= kInputPeriod;
   switch (op) {
-    case OpKind::Sum:
-    case OpKind::Avg: return smallValue(ti, magnitudeFor(ti, nranks, 1), rank, index, 0x51);
+    case OpKind::Avg:
+      // Floating-point averages are taken as NCCL takes them: each value
+      // times 1/nranks rounded to the type, then summed. Those products are
+      // rarely exact, so each element has one contributing rank (the others
+      // give 0): then the result does not depend on the order of the sums.
+      if (ti.isFloat && static_cast<int>(index % static_cast<size_t>(nranks)) != rank) return 0;
+      return smallValue(ti, magnitudeFor(ti, nranks, 1), rank, index, 0x51);
+    case OpKind::Sum: return smallValue(ti, magnitudeFor(ti, nranks, 1), rank, index, 0x51);
     case OpKind::PreMulImmediate:
     case OpKind::PreMulDevice: return smallValue(ti, magnitudeFor(ti, nranks, 2), rank, index, 0x52);
     case OpKind::Prod: {
@@ -237,7 +243,13 @@ uint64_t reduceExpectedBits(ncclDataType_t t, OpKind op, int nranks, size_t inde
   const double exact = exactCombine(t, op, nranks, index);
   if (op != OpKind::Avg) return encodeValue(t, exact);
   const TypeInfo& ti = typeInfo(t);
-  if (ti.isFloat) return encodeValue(t, exact / nranks);
+  if (ti.isFloat) {
+    // The one contribution times 1/nranks as the type holds it (rounded from
+    // float, as NCCL rounds it; double keeps 1.0 / nranks), rounded once.
+    const double scalar = t == ncclFloat64 ? 1.0 / nranks
+                                           : decodeValue(t, encodeValue(t, static_cast<float>(1.0 / nranks)));
+    return encodeValue(t, exact * scalar);
+  }
   // Integer average: the exact sum divided with C's truncation toward zero.
   return encodeValue(t, static_cast<double>(static_cast<int64_t>(exact) / nranks));
 }

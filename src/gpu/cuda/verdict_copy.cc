@@ -33,7 +33,11 @@ bool copied(cudaError_t e) {
 // Writes `r` on one FIFO unless it holds a verdict; false if a copy failed.
 // The same plain writes as a kernel's (setVerdict, lane_failure.cuh), in the
 // same order and orientation: a kernel still running may write its record
-// at the same time, and both must then hold the same bytes.
+// at the same time, and where both describe the same mismatch they hold the
+// same bytes. Known limit: the read and the writes are not one atomic step
+// (the FIFO may be device memory), so a kernel that leaves a different
+// mismatch just after the read can lose it to this record; each rank still
+// fails with a mismatch, one of the two.
 bool leaveVerdict(FifoPrints* prints, const OpMismatchRecord& r, cudaStream_t s) {
   uint32_t verdict = kVerdictNone;
   if (!copied(cudaMemcpyAsync(&verdict, &prints->verdict, sizeof(verdict), cudaMemcpyDefault, s)) ||
