@@ -249,9 +249,11 @@ TEST(FailureArgsComm, InitArgumentsAndConfig) {
 
 // Host memory is rounded up to whole pages: a size within a page of
 // SIZE_MAX must fail, not wrap to a zero-byte allocation that "succeeds".
+// (Sizes the allocator itself refuses are not tried: under AddressSanitizer
+// such a request aborts the process instead of failing.)
 TEST(FailureArgsComm, MemAllocOfAnImpossibleSizeFails) {
   useHostMode();
-  for (size_t size : {SIZE_MAX, SIZE_MAX - 100, size_t{1} << 62}) {
+  for (size_t size : {SIZE_MAX, SIZE_MAX - 100, SIZE_MAX - 4094}) {
     void* p = nullptr;
     EXPECT_EQ(ncclMemAlloc(&p, size), ncclSystemError) << size;
     EXPECT_EQ(p, nullptr) << size;
