@@ -24,11 +24,13 @@ ncclResult_t checkInitArgs(ncclComm_t* comm, int nranks, int rank, const char* f
   return checkRoot(rank, nranks, fn, "rank");
 }
 
-// Entry points that only read a communicator still refuse one whose init failed.
+// Entry points that only read a communicator still refuse one whose init
+// has not finished: ncclInvalidArgument, as NCCL answers a call on a
+// communicator whose previous operation still returns ncclInProgress.
 ncclResult_t checkReady(ncclComm_t comm, const char* fn) {
   CHORUS_CHECK(checkComm(comm, fn));
   if (comm->asyncError.load() == ncclInProgress)
-    return fail(ncclInvalidUsage, "%s: communicator is still initializing (poll ncclCommGetAsyncError)", fn);
+    return fail(ncclInvalidArgument, "%s: communicator is still initializing (poll ncclCommGetAsyncError)", fn);
   return ncclSuccess;
 }
 

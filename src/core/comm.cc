@@ -35,7 +35,8 @@ ncclResult_t commCheckUsable(ncclComm* comm, const char* fn) {
   // be creating the GPU state, nor once abort may be tearing it down).
   if (comm->asyncError.load() != ncclInProgress && !comm->abortFlag.load() && comm->gpu) (void)gpu::commPollError(comm);
   int err = comm->asyncError.load();
-  if (err == ncclInProgress) return fail(ncclInvalidUsage, "%s: communicator is still initializing", fn);
+  if (err == ncclInProgress)  // as NCCL: ncclInvalidArgument
+    return fail(ncclInvalidArgument, "%s: communicator is still initializing (poll ncclCommGetAsyncError)", fn);
   if (comm->revoked.load()) return fail(ncclInvalidUsage, "%s: communicator was revoked", fn);
   if (comm->abortFlag.load()) return fail(ncclInvalidUsage, "%s: communicator was aborted", fn);
   if (comm->finalized) return fail(ncclInvalidUsage, "%s: communicator was finalized", fn);

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -204,6 +205,29 @@ TEST(CommNonBlocking, InitReturnsInProgressThenBecomesReady) {
         RANK_OK(ctx, ncclCommDestroy(comm));
       },
       opts);
+}
+
+// A non-blocking init whose peer never comes stays in progress: queries and
+// calls on it meanwhile get ncclInvalidArgument, as NCCL answers a call on
+// a communicator whose last operation has not returned ncclSuccess, and
+// ncclCommAbort still ends it at once.
+TEST(CommNonBlocking, CallsDuringInitGetInvalidArgument) {
+  useHostMode();
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  ncclComm_t comm = nullptr;
+  ASSERT_EQ(ncclCommInitRankConfig(&comm, 2, id, 0, &config), ncclInProgress);
+  ASSERT_NE(comm, nullptr);
+  int count = 0;
+  EXPECT_EQ(ncclCommCount(comm, &count), ncclInvalidArgument);
+  EXPECT_NE(std::string(ncclGetLastError(nullptr)).find("still initializing"), std::string::npos);
+  float x = 1.0f;
+  EXPECT_EQ(ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, comm, nullptr), ncclInvalidArgument);
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
 }
 
 TEST(CommNonBlocking, SplitReturnsInProgressThenBecomesReady) {
