@@ -1,38 +1,31 @@
 #include "core/redop_table.h"
 
 #include <cstring>
+#include <type_traits>
 
 #include "core/result.h"
-#include "kernels/common/float_types.h"
+#include "core/type_dispatch.h"
+#include "kernels/common/reduce_ops.h"
 
 namespace chorus {
 namespace {
 
-// The bits of `x` rounded to floating-point type `type`; false for other types.
+// The bits of `x` in floating-point type `type` (rounded from float, as NCCL
+// rounds its scalars; double keeps `x`); false for other types.
 bool floatBits(ncclDataType_t type, double x, uint64_t* bits) {
-  const auto put = [bits](auto v) { std::memcpy(bits, &v, sizeof(v)); };
-  switch (type) {
-    case ncclFloat16:
-      put(floatToHalf(static_cast<float>(x)));
-      return true;
-    case ncclBfloat16:
-      put(floatToBf16(static_cast<float>(x)));
-      return true;
-    case ncclFloat8e4m3:
-      put(floatToFp8e4m3(static_cast<float>(x)));
-      return true;
-    case ncclFloat8e5m2:
-      put(floatToFp8e5m2(static_cast<float>(x)));
-      return true;
-    case ncclFloat32:
-      put(static_cast<float>(x));
-      return true;
-    case ncclFloat64:
-      put(x);
-      return true;
-    default:
+  return dispatchType(type, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_integral_v<T>) {
       return false;
-  }
+    } else if constexpr (std::is_same_v<T, double>) {
+      std::memcpy(bits, &x, sizeof(x));
+      return true;
+    } else {
+      const T v = ElemTraits<T>::narrow(static_cast<float>(x));
+      std::memcpy(bits, &v, sizeof(v));
+      return true;
+    }
+  });
 }
 
 }  // namespace

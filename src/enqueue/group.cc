@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <memory>
 #include <span>
 #include <string>
@@ -10,6 +11,7 @@
 
 #include "core/comm.h"
 #include "core/exception_guard.h"
+#include "core/log.h"
 #include "core/peer_watch.h"
 #include "core/result.h"
 #include "enqueue/gpu_submit.h"
@@ -24,36 +26,36 @@
 namespace chorus {
 namespace {
 
+// A communicator creation, split or finalize queued in a group.
+struct QueuedInit {
+  std::function<ncclResult_t()> run;
+  const ncclComm* comm;  // the communicator it runs on
+  bool finalize;         // it is that communicator's finalize
+};
+
 struct GroupState {
   int depth = 0;
   std::vector<Task> tasks;
-  std::vector<std::function<ncclResult_t()>> inits;
-  struct InitUse {
-    const ncclComm* comm;  // the communicator the init runs on
-    bool finalize;         // it is that communicator's finalize
-  };
-  std::vector<InitUse> initUses;  // one per entry of `inits`
+  std::vector<QueuedInit> inits;
   ncclResult_t error = ncclSuccess;
   std::string message;  // the first error's, as it was when it happened
   void clear() {
     tasks.clear();
     inits.clear();
-    initUses.clear();
     error = ncclSuccess;
     message.clear();
   }
 };
-
 thread_local GroupState tlsGroup;
 
-ncclResult_t runInits(std::vector<std::function<ncclResult_t()>>& inits) {
-  if (inits.size() == 1) return inits[0]();
+ncclResult_t runInits(std::vector<QueuedInit>& inits) {
+  if (inits.size() == 1) return inits[0].run();
   std::vector<ncclResult_t> results(inits.size(), ncclSuccess);
   std::vector<std::string> messages(inits.size());
   std::vector<std::thread> threads;
   for (size_t i = 0; i < inits.size(); ++i)
     threads.emplace_back([&, i] {
-      results[i] = guardedCall("communicator init thread", inits[i]);
+      results[i] = guardedCall("communicator init thread", inits[i].run);
       messages[i] = lastErrorMessage();
     });
   for (auto& t : threads) t.join();
@@ -270,22 +272,19 @@ void groupRecordError(ncclResult_t err) {
 void groupDropComm(const ncclComm* comm, const char* fn) {
   GroupState& g = tlsGroup;
   if (g.depth == 0) return;
-  size_t dropped = std::erase_if(g.tasks, [comm](const Task& t) { return t.comm == comm; });
-  for (size_t i = g.inits.size(); i-- > 0;) {
-    if (g.initUses[i].comm != comm) continue;
-    // A queued finalize is moot (destroy finalizes itself): dropped silently.
-    if (!g.initUses[i].finalize) ++dropped;
-    g.inits.erase(g.inits.begin() + static_cast<std::ptrdiff_t>(i));
-    g.initUses.erase(g.initUses.begin() + static_cast<std::ptrdiff_t>(i));
-  }
-  if (dropped == 0) return;
-  const std::string saved = lastErrorMessage();
-  (void)fail(ncclInvalidUsage,
-             "%s was called on communicator %p inside a group with %zu call(s) queued on it; they were dropped "
-             "and the group runs nothing",
-             fn, static_cast<const void*>(comm), dropped);
-  groupRecordError(ncclInvalidUsage);
-  restoreLastError(saved);
+  // A queued finalize is moot (destroy finalizes itself): dropped silently.
+  std::erase_if(g.inits, [comm](const QueuedInit& i) { return i.comm == comm && i.finalize; });
+  const size_t dropped = std::erase_if(g.tasks, [comm](const Task& t) { return t.comm == comm; }) +
+                         std::erase_if(g.inits, [comm](const QueuedInit& i) { return i.comm == comm; });
+  if (dropped == 0 || g.error != ncclSuccess) return;
+  char why[256];
+  snprintf(why, sizeof(why),
+           "%s was called on communicator %p inside a group with %zu call(s) queued on it; they were dropped and the "
+           "group runs nothing",
+           fn, static_cast<const void*>(comm), dropped);
+  CHORUS_WARN(kLogAll, "%s", why);
+  g.error = ncclInvalidUsage;
+  g.message = why;
 }
 
 ncclResult_t groupEnd() {
@@ -304,14 +303,13 @@ ncclResult_t groupEnd() {
   }
   auto inits = std::move(g.inits);
   auto tasks = std::move(g.tasks);
-  const auto initUses = std::move(g.initUses);
   g.clear();
   // Another thread may have destroyed or aborted a communicator this group
   // holds calls on (its own groupDropComm sees only its own group).
   for (const Task& t : tasks)
     if (!CommRegistry::instance().contains(t.comm)) return goneFromGroup(t.comm);
-  for (const auto& u : initUses)
-    if (!CommRegistry::instance().contains(u.comm)) return goneFromGroup(u.comm);
+  for (const QueuedInit& i : inits)
+    if (!CommRegistry::instance().contains(i.comm)) return goneFromGroup(i.comm);
   if (!inits.empty()) return runInits(inits);
   return executeTasks(tasks);
 }
@@ -348,8 +346,7 @@ ncclResult_t enqueueTask(const Task& task) {
 
 ncclResult_t enqueueInit(const ncclComm* uses, bool finalize, std::function<ncclResult_t()> init) {
   if (tlsGroup.depth > 0) {
-    tlsGroup.inits.push_back(std::move(init));
-    tlsGroup.initUses.push_back({uses, finalize});
+    tlsGroup.inits.push_back({std::move(init), uses, finalize});
     return ncclSuccess;
   }
   return init();
