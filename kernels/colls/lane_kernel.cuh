@@ -23,7 +23,7 @@
 // lane of the same launch); the executor sizes launches accordingly.
 #pragma once
 
-#include "kernels/launch.h"
+#include "kernels/lane_plan.h"
 #include "kernels/primitives/elementwise.cuh"
 #include "kernels/primitives/fifo_device.cuh"
 #include "kernels/primitives/functor_of.cuh"
@@ -31,16 +31,6 @@
 namespace chorus::dev {
 
 inline constexpr int kLaneMaxThreads = 512;
-
-// Loads `kernel` on the current device (preloadLaneKernels) and raises
-// `*stackBytes` to its per-thread stack if that is larger.
-template <typename Kernel>
-cudaError_t preloadKernel(Kernel* kernel, size_t* stackBytes) {
-  cudaFuncAttributes attr;
-  const cudaError_t e = cudaFuncGetAttributes(&attr, kernel);
-  if (e == cudaSuccess && attr.localSizeBytes > *stackBytes) *stackBytes = attr.localSizeBytes;
-  return e;
-}
 
 // The combination a step asks for, with the run-time flags turned into
 // template arguments. Only PreMulSum has pre flags and only SumPostDiv a post
@@ -155,7 +145,8 @@ __device__ inline bool waitSingleReceive(const LaneParams& P, const DevStep& s, 
                   step::descriptorMismatch(blockIdx.x, f.peer, check, sent, (s.desc.count - done) * elemBytes));
     return false;
   }
-  sh.directFrom = reinterpret_cast<const void*>(address);
+  sh.directFrom =
+      reinterpret_cast<const void*>(address);  // NOLINT(performance-no-int-to-ptr): the descriptor carries an address
   return true;
 }
 
@@ -365,25 +356,6 @@ __global__ void __launch_bounds__(kLaneMaxThreads) laneKernel(const __grid_const
       if (!runStep<T, K>(P, lane, fn, resolveStep<T>(P, seg, i), sh, w)) return;
   }
   if (threadIdx.x == 0 && drainSends(P, w)) w.laneEnded();
-}
-
-// Checks and packs `L` (elements of `elemBytes`) and launches `kernel` with
-// one block per lane.
-inline cudaError_t launchPacked(void (*kernel)(LaneParams), const LaneLaunch& L, size_t elemBytes,
-                                cudaStream_t stream) {
-  if (L.nLanes <= 0) return cudaSuccess;
-  // Built per launch on the host stack; the launch copies it.
-  LaneParams params;
-  const cudaError_t packed = packLaneParams(L, elemBytes, &params);
-  if (packed != cudaSuccess) return packed;
-  (void)cudaGetLastError();  // report this launch's error, not an earlier one (e.g. an event query's NotReady)
-  kernel<<<L.nLanes, L.threads, 0, stream>>>(params);
-  return cudaGetLastError();
-}
-
-template <typename T, ReduceKind K>
-cudaError_t launchLanesKind(const LaneLaunch& L, cudaStream_t stream) {
-  return launchPacked(laneKernel<T, K>, L, sizeof(T), stream);
 }
 
 }  // namespace chorus::dev

@@ -13,6 +13,7 @@
 #include <cuda/atomic>
 
 #include <cstdint>
+#include <cstring>
 
 #include "kernels/lane_plan.h"
 
@@ -35,24 +36,30 @@ __device__ inline void recordFailure(LaneStatusRecord* rec, const step::LaneFail
   }
 }
 
-// 24 bytes as three words, through volatile accesses (the other end may be
-// another GPU or the CPU).
+// A record as 64-bit words through volatile accesses (the other end may be
+// another GPU or the CPU). The record's bytes go through a word array with
+// memcpy: reading or writing an OpPrint through a uint64_t pointer breaks
+// the aliasing rules, and a compiler may then keep the fields it already
+// knows (the CPU build of this code, tests/kernel_sim/, returned a record
+// whose fields past the first word were their defaults).
 template <typename T, int kWords = sizeof(T) / 8>
 __device__ __forceinline__ void storeWords(T* to, const T& from) {
   static_assert(sizeof(T) % 8 == 0 && alignof(T) >= 8, "copied as 64-bit words");
+  uint64_t words[kWords];
+  memcpy(words, &from, sizeof(T));
   volatile uint64_t* d = reinterpret_cast<volatile uint64_t*>(to);
-  const uint64_t* s = reinterpret_cast<const uint64_t*>(&from);
 #pragma unroll
-  for (int i = 0; i < kWords; ++i) d[i] = s[i];
+  for (int i = 0; i < kWords; ++i) d[i] = words[i];
 }
 template <typename T, int kWords = sizeof(T) / 8>
 __device__ __forceinline__ T loadWords(const T* from) {
   static_assert(sizeof(T) % 8 == 0 && alignof(T) >= 8, "copied as 64-bit words");
   const volatile uint64_t* s = reinterpret_cast<const volatile uint64_t*>(from);
-  T out;
-  uint64_t* d = reinterpret_cast<uint64_t*>(&out);
+  uint64_t words[kWords];
 #pragma unroll
-  for (int i = 0; i < kWords; ++i) d[i] = s[i];
+  for (int i = 0; i < kWords; ++i) words[i] = s[i];
+  T out;
+  memcpy(&out, words, sizeof(T));
   return out;
 }
 

@@ -15,9 +15,13 @@
 namespace chorus::dev {
 
 __device__ __forceinline__ uint64_t globalTimerNs() {
+#if defined(CHORUS_KERNEL_SIM)  // the kernels on CPU threads (tests/kernel_sim/cuda_sim.h)
+  return ::chorus::sim::clockNs();
+#else
   uint64_t t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
+#endif
 }
 
 class Waiter {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstring>
 #include <map>
 #include <set>
 
@@ -416,6 +417,24 @@ ncclResult_t translateP2PInRounds(const Plan& plan, const PositionFor& positionF
 }
 
 }  // namespace
+
+dev::LaneLaunch launchHeader(const Plan& plan, const LaunchArrays& la, OpPrint* prints) {
+  dev::LaneLaunch L = la.header;
+  // The sequence numbers change per call; the translated launch does not.
+  L.nTasks = plan.stamps.size() == plan.tasks.size() ? static_cast<int>(la.tasks.size()) : 0;
+  for (int k = 0; k < L.nTasks; ++k) prints[k] = plan.stamps[la.tasks[static_cast<size_t>(k)]].mine;
+  L.prints = prints;
+  L.rank = plan.comm->id.rank;
+  L.lanes = la.lanes.data();
+  L.segments = la.segments.data();
+  L.fifos = la.fifos.data();
+  L.rankTable = la.rankTable.data();
+  if (la.scalarOnHost) {
+    std::memcpy(&L.scalarBits, la.header.scalar, typeSize(la.header.type));
+    L.scalar = nullptr;
+  }
+  return L;
+}
 
 uint32_t devicePieceBytes(Proto proto, size_t lanePieceBytes, uint32_t slotBytes) {
   const uint32_t piece = static_cast<uint32_t>(std::min<size_t>(lanePieceBytes, slotBytes));

@@ -72,6 +72,13 @@ inline constexpr size_t kMaxLanesPerLaunch = 64;
 ncclResult_t translatePlan(const Plan& plan, const PositionFor& positionFor, std::vector<LaunchArrays>* out,
                            size_t maxLanes = kMaxLanesPerLaunch);
 
+// The header of launch `la` of `plan` for this call: the launch's arrays,
+// this call's fingerprints (copied into `prints`, kLaunchMaxTasks entries
+// that must outlive the launch; none when the plan was not stamped), this
+// rank, and a host scalar's bytes. The caller sets where the kernel reports
+// (abortFlag, status, waits), timeoutNs and threads.
+dev::LaneLaunch launchHeader(const Plan& plan, const LaunchArrays& la, OpPrint* prints);
+
 // Payload bytes per piece a lane of protocol `proto` moves through slots of
 // `slotBytes` on the GPU (LL carries half a slot, at most kLLMaxPieceBytes).
 uint32_t devicePieceBytes(Proto proto, size_t lanePieceBytes, uint32_t slotBytes);

@@ -26,29 +26,9 @@
 namespace chorus::test {
 namespace {
 
-struct WireCall {
-  const char* name;
-  CollType type;
-  uint8_t format;  // wire::Format
-  int root;
-  ncclDataType_t dtype = ncclFloat32;
-};
-
-const WireCall kCalls[] = {
-    {"Int8AllReduce", CollType::AllReduce, 3, -1},
-    {"Bf16ReduceScatter", CollType::ReduceScatter, 1, -1},
-    {"DetAllReduce", CollType::AllReduce, 0, -1},
-    {"DetReduceScatter", CollType::ReduceScatter, 0, -1},
-    {"DetReduceToRoot2", CollType::Reduce, 0, 2},
-    {"DetHalfAllReduce", CollType::AllReduce, 0, -1, ncclFloat16},
-    {"Fp8HalfAllReduce", CollType::AllReduce, 2, -1, ncclFloat16},
-};
-
 // Large enough that every shard fills its slots (16 elements per owner and
 // more per slot than any piece size): pieces are as large as plans make them.
 constexpr size_t kCount = size_t(1) << 20;
-
-using Layout = std::tuple<int, int>;  // ranks, hosts
 
 Task wireTask(const WireCall& c, int nranks, float* residual) {
   Task t = floatSumTask(kCount);
@@ -101,12 +81,12 @@ void checkLaunches(RankCtx& ctx, const Plan& plan, const std::vector<gpu::Launch
              (unsigned long long)launchSteps);
 }
 
-class WireTranslate : public ::testing::TestWithParam<std::tuple<Layout, int>> {};
+class WireTranslate : public ::testing::TestWithParam<std::tuple<WireLayout, int>> {};
 
 TEST_P(WireTranslate, EveryRankTranslatesAndFifosPairUp) {
   const auto [layout, callIndex] = GetParam();
   const auto [nranks, hosts] = layout;
-  const WireCall& call = kCalls[callIndex];
+  const WireCall& call = kWireCalls[callIndex];
   auto graph = hostsGraph(nranks, hosts, false);
   ASSERT_TRUE(graph);
   FifoEndTally tally;
@@ -133,13 +113,8 @@ TEST_P(WireTranslate, EveryRankTranslatesAndFifosPairUp) {
 }
 
 INSTANTIATE_TEST_SUITE_P(LayoutsAndCalls, WireTranslate,
-                         ::testing::Combine(::testing::Values(Layout{4, 1}, Layout{8, 4}),
-                                            ::testing::Range(0, int(std::size(kCalls)))),
-                         [](const auto& info) {
-                           const Layout layout = std::get<0>(info.param);
-                           return std::to_string(std::get<0>(layout)) + "x" + std::to_string(std::get<1>(layout)) +
-                                  "_" + kCalls[std::get<1>(info.param)].name;
-                         });
+                         ::testing::Combine(kWireLayouts, ::testing::Range(0, int(std::size(kWireCalls)))),
+                         [](const auto& info) { return wireCaseName(info.param); });
 
 }  // namespace
 }  // namespace chorus::test

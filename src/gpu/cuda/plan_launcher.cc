@@ -150,21 +150,7 @@ ncclResult_t launchOne(Plan& plan, cudaStream_t stream) {
   ncclResult_t res = ncclSuccess;
   OpPrint prints[dev::kLaunchMaxTasks];
   for (const LaunchArrays& la : form->launches) {
-    dev::LaneLaunch L = la.header;
-    // This call's fingerprints (the sequence numbers change per call; the
-    // translated launch does not). A plan made without stampPlan has none.
-    L.nTasks = plan.stamps.size() == plan.tasks.size() ? static_cast<int>(la.tasks.size()) : 0;
-    for (int k = 0; k < L.nTasks; ++k) prints[k] = plan.stamps[la.tasks[static_cast<size_t>(k)]].mine;
-    L.prints = prints;
-    L.rank = comm->id.rank;
-    L.lanes = la.lanes.data();
-    L.segments = la.segments.data();
-    L.fifos = la.fifos.data();
-    L.rankTable = la.rankTable.data();
-    if (la.scalarOnHost) {
-      std::memcpy(&L.scalarBits, la.header.scalar, typeSize(la.header.type));
-      L.scalar = nullptr;
-    }
+    dev::LaneLaunch L = launchHeader(plan, la, prints);
     L.abortFlag = st.abortDevice;
     L.status = st.statusDevice;
     L.waits = st.waitsDevice;
