@@ -3,10 +3,11 @@
 // src/sched/segment.h and decides everything about a step with
 // kernels/common/step_rules.h, the same code progressLane() of the host
 // executor (src/host/step_exec.cc) runs: the same pieces, the same operands
-// combined in the same order, so a schedule gives bit-identical results on
-// both executors. What is device-only here is thread-level: the block-wide
-// vectorized copy/reduce, the LL protocol's flag lines, shared-memory
-// staging, barriers and fences (docs/architecture.md lists it).
+// combined in the same order (combinePlan), so a schedule gives
+// bit-identical results on both executors. What is device-only here is
+// thread-level: the block-wide vectorized copy/reduce, the LL protocol's
+// flag lines, shared-memory staging, barriers and fences
+// (docs/architecture.md lists it).
 //
 // Per piece, thread 0 waits for the connectors (bounded by Waiter) and checks
 // the received slots' fingerprints (kernels/primitives/lane_failure.cuh), the
@@ -58,29 +59,41 @@ __device__ __forceinline__ void reduceAs(const Fn& fn, T* dst, const T* a, bool 
   }
 }
 
-// The piece's value into `target`, from received pieces r0/r1 (Cg: in
-// connector slots) and the local input src, by step_rules.h's combineCase.
+// One stage of step_rules.h's combinePlan into `into`. A received operand
+// (Cg: in connector slots) takes L1-bypassing loads; the plan puts a received
+// piece or the partial first whenever there are two operands, so the
+// instantiations are those of the four one-stage cases.
+template <typename T, ReduceKind K, bool Cg, typename Fn>
+__device__ __forceinline__ void combineStage(const Fn& fn, const step::CombineStage& st, T* into, const T* a,
+                                             const T* b, size_t n) {
+  if (st.b == step::Operand::None) {
+    if (st.a == step::Operand::Input)
+      reduceAs<T, K, false, false, false>(fn, into, a, st.preA, static_cast<const T*>(nullptr), false, n, st.post);
+    else
+      reduceAs<T, K, Cg, false, false>(fn, into, a, st.preA, static_cast<const T*>(nullptr), false, n, st.post);
+  } else if (st.b == step::Operand::Input) {
+    reduceAs<T, K, Cg, false, true>(fn, into, a, st.preA, b, st.preB, n, st.post);
+  } else {
+    reduceAs<T, K, Cg, Cg, true>(fn, into, a, st.preA, b, st.preB, n, st.post);
+  }
+}
+
+// The piece's value into `target`, from received pieces r0/r1 and the local
+// input src, by step_rules.h's combinePlan. A two-stage plan keeps its
+// partial value in r0's storage (local memory; `target` may be a slot in a
+// peer's memory, slow to read back).
 template <typename T, ReduceKind K, bool Cg, typename Fn>
 __device__ void combinePiece(const Fn& fn, const DevStep& s, T* target, T* r0, const T* r1, const T* src, size_t n) {
-  const bool pre = s.desc.preSrc != 0, post = s.desc.post != 0;
-  switch (step::combineCase(s.desc)) {
-    case step::Combine::Transform:
-      reduceAs<T, K, false, false, false>(fn, target, src, pre, static_cast<const T*>(nullptr), false, n, post);
-      break;
-    case step::Combine::Forward:
-      reduceAs<T, K, Cg, false, false>(fn, target, r0, false, static_cast<const T*>(nullptr), false, n, post);
-      break;
-    case step::Combine::ReduceInput:
-      reduceAs<T, K, Cg, false, true>(fn, target, r0, false, src, pre, n, post);
-      break;
-    case step::Combine::ReduceTwo:
-      reduceAs<T, K, Cg, Cg, true>(fn, target, r0, false, r1, false, n, post);
-      break;
-    case step::Combine::ReduceThree:
-      reduceAs<T, K, Cg, Cg, true>(fn, r0, r0, false, r1, false, n, false);
-      __syncthreads();
-      reduceAs<T, K, Cg, false, true>(fn, target, r0, false, src, pre, n, post);
-      break;
+  const step::CombinePlan plan = step::combinePlan(s.desc);
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {  // unrolled, so the plan stays in registers
+    if (i >= plan.stages) break;
+    const step::CombineStage& st = plan.stage[i];
+    const auto at = [&](step::Operand o) -> const T* {
+      return o == step::Operand::Input ? src : o == step::Operand::Recv1 ? r1 : o == step::Operand::None ? nullptr : r0;
+    };
+    if (i > 0) __syncthreads();  // the previous stage's partial is complete
+    combineStage<T, K, Cg>(fn, st, st.intoPartial ? r0 : target, at(st.a), at(st.b), n);
   }
 }
 
@@ -327,7 +340,7 @@ __device__ inline bool drainSends(const LaneParams& P, Waiter& w) {
     const DevFifo& f = P.fifos[i];
     if (f.drainBy != static_cast<int>(blockIdx.x)) continue;
     const uint64_t pos = *f.position;
-    while (loadAcquireSys(f.head) < pos)
+    while (!fifo::allFreed(pos, loadAcquireSys(f.head)))
       if (!w.keepWaiting(f, false)) return false;
   }
   return true;

@@ -3,7 +3,8 @@
 // (kernels/colls/lane_kernel.cuh) call these functions and nothing else to
 // decide
 //   * how many elements the next piece of a step moves,
-//   * which combination a step computes (five cases below),
+//   * which combination a step computes (five cases below) and as which
+//     stages: operands, scalar and division, and where the result goes,
 //   * what a received slot holds: the expected piece, a zero-copy
 //     descriptor, or a mismatch between the ranks' calls,
 //   * whether the slot belongs to the operation this rank is running (its
@@ -59,15 +60,79 @@ enum class Combine : uint8_t {
   Forward,      // r0               -> target
   ReduceInput,  // r0 (+) in        -> target
   ReduceTwo,    // r0 (+) r1        -> target
-  ReduceThree,  // (r0 (+) r1) (+) in. The GPU forms r0 (+) r1 in r0's storage first, the host
-                // in target: both are right because ReduceThree comes only from a tree node
-                // with two children reducing upwards, whose target is a send slot, never `in`
+  ReduceThree,  // (r0 (+) r1) (+) in, in two stages (combinePlan). The GPU keeps the partial
+                // r0 (+) r1 in r0's storage, the host in target: both are right because
+                // ReduceThree comes only from a tree node with two children reducing
+                // upwards, whose target is a send slot, never `in`
 };
 
 CHORUS_HD CHORUS_INLINE Combine combineCase(const StepDesc& s) {
   if (s.nRecv == 0) return Combine::Transform;
   if (s.nRecv == 1) return hasInput(s) ? Combine::ReduceInput : Combine::Forward;
   return hasInput(s) ? Combine::ReduceThree : Combine::ReduceTwo;
+}
+
+// The combination as the stages an executor runs: which operands each stage
+// reads, where PreMulSum's scalar and the average's division apply, and
+// where the result goes. Both executors run exactly these stages; what they
+// choose is only where a ReduceThree's partial value (r0 (+) r1) is kept.
+enum class Operand : uint8_t {
+  None,     // no second operand: the stage transforms `a` alone
+  Input,    // the local input piece
+  Recv0,    // the first received piece
+  Recv1,    // the second received piece
+  Partial,  // the previous stage's result
+};
+
+struct CombineStage {
+  Operand a = Operand::None;  // never Input when b is set: a received piece or the partial comes first
+  Operand b = Operand::None;
+  bool preA = false, preB = false;  // PreMulSum's scalar applied to that operand
+  bool post = false;                // SumPostDiv's division applied to the result
+  bool intoPartial = false;         // the result is the partial value, not the step's target
+};
+
+struct CombinePlan {
+  int stages = 0;
+  CombineStage stage[2];
+};
+
+CHORUS_HD CHORUS_INLINE CombinePlan combinePlan(const StepDesc& s) {
+  const bool pre = s.preSrc != 0, post = s.post != 0;
+  CombinePlan p;
+  p.stages = 1;
+  CombineStage& first = p.stage[0];
+  first.post = post;
+  switch (combineCase(s)) {
+    case Combine::Transform:
+      first.a = Operand::Input;
+      first.preA = pre;
+      break;
+    case Combine::Forward:
+      first.a = Operand::Recv0;
+      break;
+    case Combine::ReduceInput:
+      first.a = Operand::Recv0;
+      first.b = Operand::Input;
+      first.preB = pre;
+      break;
+    case Combine::ReduceTwo:
+      first.a = Operand::Recv0;
+      first.b = Operand::Recv1;
+      break;
+    case Combine::ReduceThree:
+      first.a = Operand::Recv0;
+      first.b = Operand::Recv1;
+      first.post = false;
+      first.intoPartial = true;
+      p.stages = 2;
+      p.stage[1].a = Operand::Partial;
+      p.stage[1].b = Operand::Input;
+      p.stage[1].preB = pre;
+      p.stage[1].post = post;
+      break;
+  }
+  return p;
 }
 
 // A receive straight into the output with nothing else to do: the only step

@@ -1,7 +1,8 @@
 // The device side of a connector (src/transport/fifo.h has the host side and
-// the slot protocol). Counters are read with system-scope acquire loads and
-// written with system-scope release stores, because the other end may be a
-// kernel on another GPU or a proxy thread on the CPU.
+// the slot protocol; the counter rules are kernels/common/fifo_counters.h).
+// Counters are read with system-scope acquire loads and written with
+// system-scope release stores, because the other end may be a kernel on
+// another GPU or a proxy thread on the CPU.
 //
 // Simple: the sender waits for a free slot (tail - head < nslots), the block
 //   fills it, then one thread writes sizes[] and the slot's fingerprint
@@ -23,6 +24,7 @@
 #include <cstdint>
 
 #include "kernels/common/direct_slot.h"
+#include "kernels/common/fifo_counters.h"
 #include "kernels/common/ll_lines.h"
 #include "kernels/lane_plan.h"
 #include "kernels/primitives/wait.cuh"
@@ -37,17 +39,17 @@ __device__ __forceinline__ void storeReleaseSys(uint64_t* p, uint64_t v) {
 }
 
 __device__ __forceinline__ char* slotAt(const DevFifo& f, uint64_t pos) {
-  return f.slots + (pos % f.nslots) * static_cast<size_t>(f.slotBytes);
+  return f.slots + fifo::slotIndex(pos, f.nslots) * static_cast<size_t>(f.slotBytes);
 }
 
 // Receiver (one thread): waits until the slot at the end's position is
 // published and returns its size in *got. False on abort/timeout.
 __device__ inline bool waitPublished(const DevFifo& f, Waiter& w, uint32_t* got) {
   const uint64_t pos = *f.position;
-  while (loadAcquireSys(f.tail) <= pos)
+  while (!fifo::slotPublished(pos, loadAcquireSys(f.tail)))
     if (!w.keepWaiting(f, true)) return false;
-  *got =
-      cuda::atomic_ref<uint32_t, cuda::thread_scope_system>(f.sizes[pos % f.nslots]).load(cuda::memory_order_relaxed);
+  *got = cuda::atomic_ref<uint32_t, cuda::thread_scope_system>(f.sizes[fifo::slotIndex(pos, f.nslots)])
+             .load(cuda::memory_order_relaxed);
   return true;
 }
 
@@ -69,7 +71,7 @@ __device__ inline bool waitFilled(const LaneParams& P, const DevFifo& f, const s
 // Sender (one thread): waits until the slot at the end's position is free.
 __device__ inline bool waitEmpty(const DevFifo& f, Waiter& w) {
   const uint64_t pos = *f.position;
-  while (pos - loadAcquireSys(f.head) >= f.nslots)
+  while (!fifo::slotFree(pos, loadAcquireSys(f.head), f.nslots))
     if (!w.keepWaiting(f, false)) return false;
   return true;
 }
@@ -78,7 +80,7 @@ __device__ inline bool waitEmpty(const DevFifo& f, Waiter& w) {
 // the size and the fingerprint of the call the slot belongs to, then the tail.
 __device__ inline void publishSimple(const DevFifo& f, uint32_t bytes, const OpPrint& print) {
   const uint64_t pos = *f.position;
-  f.sizes[pos % f.nslots] = bytes;
+  f.sizes[fifo::slotIndex(pos, f.nslots)] = bytes;
   stampSlot(f, pos, print);
   __threadfence_system();
   storeReleaseSys(f.tail, pos + 1);
@@ -91,7 +93,7 @@ __device__ inline void publishSimple(const DevFifo& f, uint32_t bytes, const OpP
 // long copy does not trip the no-progress timeout.
 __device__ inline bool waitFreed(const DevFifo& f, uint64_t pos, const volatile uint64_t* copied, Waiter& w) {
   uint64_t seen = 0;
-  while (loadAcquireSys(f.head) <= pos) {
+  while (!fifo::slotFreed(pos, loadAcquireSys(f.head))) {
     const uint64_t now = *copied;
     if (now != seen) {
       seen = now;
@@ -130,7 +132,7 @@ __device__ inline void llWrite(const DevFifo& f, uint64_t pos, const uint32_t* s
 // lines that never come (or silently taking a prefix of a longer piece).
 __device__ inline void stampLL(const DevFifo& f, uint32_t bytes, const OpPrint& print) {
   const uint64_t pos = *f.position;
-  f.sizes[pos % f.nslots] = bytes;
+  f.sizes[fifo::slotIndex(pos, f.nslots)] = bytes;
   if (f.prints != nullptr) stampSlot(f, pos, print);  // an unstamped call clears the slot's print of nslots pieces ago
   __threadfence_system();
 }
@@ -138,8 +140,8 @@ __device__ inline void stampLL(const DevFifo& f, uint32_t bytes, const OpPrint& 
 // Receiver of an LL piece (thread 0, after it saw the piece's first line and
 // fenced): the size the sender stamped must be the piece this rank expects.
 __device__ inline bool llSizeMatches(const LaneParams& P, const DevFifo& f, uint64_t pos, uint32_t bytes) {
-  const uint32_t got =
-      cuda::atomic_ref<uint32_t, cuda::thread_scope_system>(f.sizes[pos % f.nslots]).load(cuda::memory_order_relaxed);
+  const uint32_t got = cuda::atomic_ref<uint32_t, cuda::thread_scope_system>(f.sizes[fifo::slotIndex(pos, f.nslots)])
+                           .load(cuda::memory_order_relaxed);
   if (got == bytes) return true;
   recordFailure(P.L.status, step::sizeMismatch(blockIdx.x, f.peer, got, bytes));
   return false;

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/common/fifo_counters.h"
 #include "kernels/lane_plan.h"
 
 namespace chorus::dev {
@@ -71,7 +72,7 @@ __device__ __forceinline__ OpPrint taskPrint(const LaneParams& P, uint16_t task)
 // Sender (one thread): the slot's fingerprint, written before the slot is
 // published (the publication's fence orders it).
 __device__ __forceinline__ void stampSlot(const DevFifo& f, uint64_t pos, const OpPrint& p) {
-  if (f.prints != nullptr) storeWords(&f.prints->slot[pos % f.nslots], p);
+  if (f.prints != nullptr) storeWords(&f.prints->slot[fifo::slotIndex(pos, f.nslots)], p);
 }
 
 // Leaves `r` on the FIFO unless a verdict is there already. Plain stores,
@@ -111,7 +112,7 @@ __device__ inline void stopOnMismatch(const LaneParams& P, int peer, const OpMis
 // (step::printMatches, the host executor's rule). On a mismatch the lane stops.
 __device__ inline bool acceptPrint(const LaneParams& P, const DevFifo& f, uint64_t pos, const OpPrint& mine) {
   if (f.prints == nullptr || mine.valid == 0) return true;
-  const OpPrint got = loadWords(&f.prints->slot[pos % f.nslots]);
+  const OpPrint got = loadWords(&f.prints->slot[fifo::slotIndex(pos, f.nslots)]);
   if (step::printMatches(got, step::expectedFromPeer(mine))) return true;
   stopOnMismatch(P, f.peer, step::opMismatch(blockIdx.x, P.L.rank, f.peer, mine, got).mismatch);
   return false;

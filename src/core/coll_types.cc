@@ -1,5 +1,7 @@
 #include "core/coll_types.h"
 
+#include "core/type_dispatch.h"
+
 namespace chorus {
 
 const char* collName(CollType t) {
@@ -42,26 +44,8 @@ bool isPointToPoint(CollType t) {
 }
 
 size_t typeSize(ncclDataType_t t) {
-  switch (t) {
-    case ncclInt8:
-    case ncclUint8:
-    case ncclFloat8e4m3:
-    case ncclFloat8e5m2:
-      return 1;
-    case ncclFloat16:
-    case ncclBfloat16:
-      return 2;
-    case ncclInt32:
-    case ncclUint32:
-    case ncclFloat32:
-      return 4;
-    case ncclInt64:
-    case ncclUint64:
-    case ncclFloat64:
-      return 8;
-    default:
-      return 0;
-  }
+  // The element type's size (0 for an invalid type: dispatchType's default).
+  return dispatchType(t, [](auto tag) -> size_t { return sizeof(typename decltype(tag)::type); });
 }
 
 const char* algoName(Algo a) {

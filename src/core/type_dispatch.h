@@ -17,35 +17,53 @@ struct TypeTag {
   using type = T;
 };
 
+// The element type of each ncclDataType_t: the one table of that mapping.
+// dispatchType below and the kernel instantiations that
+// kernels/generate_instances.py writes (`ElemOf<ncclFloat32>`) both use it.
+template <ncclDataType_t D>
+struct ElemOfType;
+#define CHORUS_ELEM_OF(D, T) \
+  template <>                \
+  struct ElemOfType<D> {     \
+    using type = T;          \
+  };
+CHORUS_ELEM_OF(ncclInt8, int8_t)
+CHORUS_ELEM_OF(ncclUint8, uint8_t)
+CHORUS_ELEM_OF(ncclInt32, int32_t)
+CHORUS_ELEM_OF(ncclUint32, uint32_t)
+CHORUS_ELEM_OF(ncclInt64, int64_t)
+CHORUS_ELEM_OF(ncclUint64, uint64_t)
+CHORUS_ELEM_OF(ncclFloat16, half_t)
+CHORUS_ELEM_OF(ncclFloat32, float)
+CHORUS_ELEM_OF(ncclFloat64, double)
+CHORUS_ELEM_OF(ncclBfloat16, bf16_t)
+CHORUS_ELEM_OF(ncclFloat8e4m3, fp8e4m3_t)
+CHORUS_ELEM_OF(ncclFloat8e5m2, fp8e5m2_t)
+#undef CHORUS_ELEM_OF
+template <ncclDataType_t D>
+using ElemOf = typename ElemOfType<D>::type;
+
 // Calls f(TypeTag<T>{}) for the element type of `t`; returns a
 // value-initialized result for an invalid type.
 template <typename F>
 auto dispatchType(ncclDataType_t t, F&& f) -> decltype(f(TypeTag<float>{})) {
   switch (t) {
-    case ncclInt8:
-      return f(TypeTag<int8_t>{});
-    case ncclUint8:
-      return f(TypeTag<uint8_t>{});
-    case ncclInt32:
-      return f(TypeTag<int32_t>{});
-    case ncclUint32:
-      return f(TypeTag<uint32_t>{});
-    case ncclInt64:
-      return f(TypeTag<int64_t>{});
-    case ncclUint64:
-      return f(TypeTag<uint64_t>{});
-    case ncclFloat16:
-      return f(TypeTag<half_t>{});
-    case ncclFloat32:
-      return f(TypeTag<float>{});
-    case ncclFloat64:
-      return f(TypeTag<double>{});
-    case ncclBfloat16:
-      return f(TypeTag<bf16_t>{});
-    case ncclFloat8e4m3:
-      return f(TypeTag<fp8e4m3_t>{});
-    case ncclFloat8e5m2:
-      return f(TypeTag<fp8e5m2_t>{});
+#define CHORUS_TYPE_CASE(D) \
+  case (D):                 \
+    return f(TypeTag<ElemOf<(D)>>{});
+    CHORUS_TYPE_CASE(ncclInt8)
+    CHORUS_TYPE_CASE(ncclUint8)
+    CHORUS_TYPE_CASE(ncclInt32)
+    CHORUS_TYPE_CASE(ncclUint32)
+    CHORUS_TYPE_CASE(ncclInt64)
+    CHORUS_TYPE_CASE(ncclUint64)
+    CHORUS_TYPE_CASE(ncclFloat16)
+    CHORUS_TYPE_CASE(ncclFloat32)
+    CHORUS_TYPE_CASE(ncclFloat64)
+    CHORUS_TYPE_CASE(ncclBfloat16)
+    CHORUS_TYPE_CASE(ncclFloat8e4m3)
+    CHORUS_TYPE_CASE(ncclFloat8e5m2)
+#undef CHORUS_TYPE_CASE
     default:
       return {};
   }

@@ -115,27 +115,34 @@ bool settle(const Plan& plan, Lane& lane) {
 
 int laneIndex(const Plan& plan, const Lane& lane) { return static_cast<int>(&lane - plan.lanes.data()); }
 
-// Computes the piece into `target` (step_rules.h's five cases).
+// Where a stage's operand is (step_rules.h's combinePlan); the partial value
+// of a two-stage combination is kept in `target`.
+const char* operandAt(const ActiveStep& a, step::Operand o, const char* src, const char* target) {
+  switch (o) {
+    case step::Operand::Input:
+      return src;
+    case step::Operand::Recv0:
+      return a.recv[0]->slot();
+    case step::Operand::Recv1:
+      return a.recv[1]->slot();
+    case step::Operand::Partial:
+      return target;
+    case step::Operand::None:
+      break;
+  }
+  return nullptr;
+}
+
+// Computes the piece into `target`, stage by stage.
 void combine(const ActiveStep& a, char* target, const char* src, size_t n) {
-  const ReduceSpec& spec = *a.spec;
-  const bool pre = a.desc.preSrc != 0, post = a.desc.post != 0;
-  switch (step::combineCase(a.desc)) {
-    case Combine::Transform:
-      host::transform(spec, target, src, pre, n, post);
-      break;
-    case Combine::Forward:
-      host::transform(spec, target, a.recv[0]->slot(), false, n, post);
-      break;
-    case Combine::ReduceInput:
-      host::reduce(spec, target, a.recv[0]->slot(), false, src, pre, n, post);
-      break;
-    case Combine::ReduceTwo:
-      host::reduce(spec, target, a.recv[0]->slot(), false, a.recv[1]->slot(), false, n, post);
-      break;
-    case Combine::ReduceThree:
-      host::reduce(spec, target, a.recv[0]->slot(), false, a.recv[1]->slot(), false, n, false);
-      host::reduce(spec, target, target, false, src, pre, n, post);
-      break;
+  const step::CombinePlan plan = step::combinePlan(a.desc);
+  for (int i = 0; i < plan.stages; ++i) {
+    const step::CombineStage& st = plan.stage[i];
+    const char* first = operandAt(a, st.a, src, target);
+    if (st.b == step::Operand::None)
+      host::transform(*a.spec, target, first, st.preA, n, st.post);
+    else
+      host::reduce(*a.spec, target, first, st.preA, operandAt(a, st.b, src, target), st.preB, n, st.post);
   }
 }
 

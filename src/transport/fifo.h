@@ -4,10 +4,11 @@
 // segment for processes, device memory later). Transports differ only in
 // where this memory comes from; the data path below is the same for all.
 //
-// Protocol: the sender may fill slot (tail % nslots) while tail - head < nslots,
-// writes the byte count into sizes[] and the fingerprint of the operation the
-// slot belongs to into prints[] (src/core/op_fingerprint.h), then publishes
-// with tail+1 (release).
+// Protocol (the counter rules are kernels/common/fifo_counters.h, shared with
+// the network links and the kernels): the sender may fill slot
+// (tail % nslots) while tail - head < nslots, writes the byte count into
+// sizes[] and the fingerprint of the operation the slot belongs to into
+// prints[] (src/core/op_fingerprint.h), then publishes with tail+1 (release).
 // The receiver may read slot (head % nslots) while head < tail (acquire), and
 // frees it with head+1 (release). Each side caches the other's counter and
 // re-reads it only when the cached value says "full"/"empty", so in steady
@@ -27,6 +28,7 @@
 #include "core/op_fingerprint.h"
 #include "core/traffic_stats.h"
 #include "kernels/common/direct_slot.h"
+#include "kernels/common/fifo_counters.h"
 
 namespace chorus {
 
@@ -292,11 +294,12 @@ class SendConnector {
  public:
   explicit SendConnector(FifoEnd end) : end_(std::move(end)) {}
   bool ready() {
-    if (tail_ - headCache_ < end_.nslots) return true;
+    if (fifo::slotFree(tail_, headCache_, end_.nslots)) return true;
     headCache_ = end_.ctl->head.load(std::memory_order_acquire);
-    if (tail_ - headCache_ < end_.nslots || !moveOnMiss(end_, &misses_)) return tail_ - headCache_ < end_.nslots;
+    if (fifo::slotFree(tail_, headCache_, end_.nslots) || !moveOnMiss(end_, &misses_))
+      return fifo::slotFree(tail_, headCache_, end_.nslots);
     headCache_ = end_.ctl->head.load(std::memory_order_acquire);
-    return tail_ - headCache_ < end_.nslots;
+    return fifo::slotFree(tail_, headCache_, end_.nslots);
   }
   char* slot() const { return end_.slotAt(pos_); }
   void post(uint32_t bytes, const OpPrint& print = {}) {
@@ -312,20 +315,20 @@ class SendConnector {
   char* lastPostedSlot() const { return end_.slot(tail_ - 1); }
   // Every posted slot has been taken by the receiver.
   bool drained() {
-    if (takenCache_ == tail_) return true;
+    if (fifo::allFreed(tail_, takenCache_)) return true;
     takenCache_ = (end_.takenCounter ? end_.ctl->taken : end_.ctl->head).load(std::memory_order_acquire);
-    if (takenCache_ == tail_ || !moveOnMiss(end_, &misses_)) return takenCache_ == tail_;
+    if (fifo::allFreed(tail_, takenCache_) || !moveOnMiss(end_, &misses_)) return fifo::allFreed(tail_, takenCache_);
     takenCache_ = (end_.takenCounter ? end_.ctl->taken : end_.ctl->head).load(std::memory_order_acquire);
-    return takenCache_ == tail_;
+    return fifo::allFreed(tail_, takenCache_);
   }
   // Every posted slot has left this rank (for a network link: its send
   // completed, whether or not the receiver acked it yet).
   bool sent() {
-    if (headCache_ == tail_) return true;
+    if (fifo::allFreed(tail_, headCache_)) return true;
     headCache_ = end_.ctl->head.load(std::memory_order_acquire);
-    if (headCache_ == tail_ || !moveOnMiss(end_, &misses_)) return headCache_ == tail_;
+    if (fifo::allFreed(tail_, headCache_) || !moveOnMiss(end_, &misses_)) return fifo::allFreed(tail_, headCache_);
     headCache_ = end_.ctl->head.load(std::memory_order_acquire);
-    return headCache_ == tail_;
+    return fifo::allFreed(tail_, headCache_);
   }
   // The operation failed: the link must not read user memory it still holds.
   void dropUserMemory() {
@@ -353,11 +356,12 @@ class RecvConnector {
  public:
   explicit RecvConnector(FifoEnd end) : end_(std::move(end)) {}
   bool ready() {
-    if (head_ < tailCache_) return true;
+    if (fifo::slotPublished(head_, tailCache_)) return true;
     tailCache_ = end_.ctl->tail.load(std::memory_order_acquire);
-    if (head_ < tailCache_ || !moveOnMiss(end_, &misses_)) return head_ < tailCache_;
+    if (fifo::slotPublished(head_, tailCache_) || !moveOnMiss(end_, &misses_))
+      return fifo::slotPublished(head_, tailCache_);
     tailCache_ = end_.ctl->tail.load(std::memory_order_acquire);
-    return head_ < tailCache_;
+    return fifo::slotPublished(head_, tailCache_);
   }
   const char* slot() const { return end_.slotAt(pos_); }
   uint32_t size() const { return end_.ctl->sizes[pos_]; }

@@ -37,8 +37,10 @@ check(names == ["dispatch.cu", "lanes_bf16.cu", "lanes_f32.cu", "lanes_u8.cu", "
       f"only the selected types (and u8:sum, for point-to-point) get files ({names})")
 u8 = open(os.path.join(out, "lanes_u8.cu")).read()
 check("ReduceKind::Sum>" in u8 and "ReduceKind::Max>" not in u8, "u8 gets sum only, for byte copies")
-check("preloadLanes_u8(size_t* stackBytes)" in u8 and "preloadKernel(laneKernel<uint8_t" in u8,
+check("preloadLanes_u8(size_t* stackBytes)" in u8 and "preloadKernel(laneKernel<T, ReduceKind::Sum>" in u8,
       "lane type files define their preload, which reports the kernels' stack")
+check("using T = ElemOf<ncclUint8>;" in u8 and '#include "core/type_dispatch.h"' in u8,
+      "a type file takes its element type from the host's table (ElemOf)")
 f32 = open(os.path.join(out, "reduce_f32.cu")).read()
 check("ReduceKind::Sum>" in f32 and "ReduceKind::Prod>" not in f32, "f32 gets sum only")
 bf16 = open(os.path.join(out, "lanes_bf16.cu")).read()
@@ -51,7 +53,8 @@ check("preloadLaneKernels(size_t* stackBytes)" in dispatch and "preloadLanes_bf1
 check("preloadWire_bf16(stackBytes)" in dispatch and "launchWire(const LaneLaunch& a" in dispatch,
       "dispatch preloads and launches the wire kernels too")
 wire = open(os.path.join(out, "wire_bf16.cu")).read()
-check("wireKernel<bf16_t, ReduceKind::SumPostDiv>" in wire, "wire type files preload their wire kernels")
+check("wireKernel<T, ReduceKind::SumPostDiv>" in wire and "using T = ElemOf<ncclBfloat16>;" in wire,
+      "wire type files preload their wire kernels")
 
 for bad, word in [("f33:sum", "unknown type"), ("f32:plus", "unknown kind"), ("f32", "expected TYPE:KIND"),
                   (",", "selects nothing")]:

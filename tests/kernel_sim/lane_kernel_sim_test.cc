@@ -13,8 +13,11 @@
 #include <tuple>
 #include <vector>
 
+#include "core/comm.h"
 #include "kernel_sim/sim_checks.h"
 #include "kernel_sim/sim_rank.h"
+#include "kernels/common/direct_slot.h"
+#include "transport/connection_table.h"
 
 namespace chorus {
 namespace {
@@ -134,43 +137,74 @@ TEST(KernelOnCpuBlocks, WiderBlocksGiveTheSameResults) {
   }
 }
 
+// The slots this rank's point-to-point send end to `peer` has published.
+uint64_t slotsPostedTo(RankCtx& ctx, int peer) {
+  const SendConnector* c =
+      ctx.comm->conns->findSend(ConnKey{ConnClass::P2P, static_cast<uint8_t>(Proto::Simple), 0, peer});
+  return c != nullptr ? c->end().ctl->tail.load() : 0;
+}
+
+// A ring send/recv, then an all-to-all, of `count` int32 per peer through
+// the kernels, every element checked. `zeroCopy`: the input is registered,
+// and each message must go as one descriptor.
+void exchangeThroughKernels(RankCtx& ctx, SimRank& sim, size_t count, bool zeroCopy) {
+  const int n = ctx.nranks, next = (ctx.rank + 1) % n, prev = (ctx.rank + n - 1) % n;
+  auto value = [](int from, size_t i) { return static_cast<int32_t>(from * 1000003 + static_cast<int>(i)); };
+  std::vector<int32_t> in(count * static_cast<size_t>(n)), out(in.size(), -1);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = value(ctx.rank, i);
+  void* handle = nullptr;
+  if (zeroCopy && !RANK_OK(ctx, ncclCommRegister(ctx.comm, in.data(), in.size() * sizeof(int32_t), &handle))) return;
+  {
+    Plan plan;
+    plan.comm = ctx.comm;
+    plan.tasks.push_back(simTask(ctx, CollType::Send, ncclInt32, sumOf(ncclInt32), in.data(), nullptr, count, next));
+    plan.tasks.push_back(simTask(ctx, CollType::Recv, ncclInt32, sumOf(ncclInt32), nullptr, out.data(), count, prev));
+    const uint64_t before = slotsPostedTo(ctx, next);
+    SimOutcome o;
+    if (!sim.runKernels(plan, &o)) return;
+    std::vector<float> want(count);
+    for (size_t i = 0; i < count; ++i) want[i] = static_cast<float>(value(prev, i));
+    expectExact(ctx, o, std::vector<int32_t>(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(count)), want,
+                "send/recv");
+    const uint64_t posted = slotsPostedTo(ctx, next) - before;
+    if (zeroCopy && posted != 1)
+      ctx.fail("rank %d: %llu slots posted for one registered message, expected one descriptor", ctx.rank,
+               static_cast<unsigned long long>(posted));
+  }
+  {
+    Plan plan;
+    plan.comm = ctx.comm;
+    plan.tasks.push_back(simTask(ctx, CollType::AlltoAll, ncclInt32, sumOf(ncclInt32), in.data(), out.data(), count));
+    SimOutcome o;
+    if (!sim.runKernels(plan, &o)) return;
+    std::vector<float> want;
+    for (int p = 0; p < n; ++p)
+      for (size_t i = 0; i < count; ++i)
+        want.push_back(static_cast<float>(value(p, static_cast<size_t>(ctx.rank) * count + i)));
+    expectExact(ctx, o, out, want, "all-to-all");
+  }
+  if (zeroCopy) RANK_OK(ctx, ncclCommDeregister(ctx.comm, handle));
+}
+
 // Ring send/recv and an all-to-all: one byte-copy launch (uint8 sum) per
 // group, whatever the datatype.
 TEST(KernelOnCpuPointToPoint, SendRecvAndAllToAllMoveEveryByte) {
-  constexpr int kRanks = 3;
-  constexpr size_t kCount = 5003;  // int32 per peer
-  std::barrier ready(kRanks);
-  runThreads(kRanks, [&](RankCtx& ctx) {
+  std::barrier ready(3);
+  runThreads(3, [&](RankCtx& ctx) {
     SimRank sim(ctx, ready);
-    const int next = (ctx.rank + 1) % kRanks, prev = (ctx.rank + kRanks - 1) % kRanks;
-    auto value = [](int from, size_t i) { return static_cast<int32_t>(from * 1000003 + static_cast<int>(i)); };
-    std::vector<int32_t> in(kCount * kRanks), out(kCount * kRanks, -1);
-    for (size_t i = 0; i < in.size(); ++i) in[i] = value(ctx.rank, i);
-    {
-      Plan plan;
-      plan.comm = ctx.comm;
-      plan.tasks.push_back(simTask(ctx, CollType::Send, ncclInt32, sumOf(ncclInt32), in.data(), nullptr, kCount, next));
-      plan.tasks.push_back(
-          simTask(ctx, CollType::Recv, ncclInt32, sumOf(ncclInt32), nullptr, out.data(), kCount, prev));
-      SimOutcome o;
-      if (!sim.runKernels(plan, &o)) return;
-      std::vector<float> want(kCount);
-      for (size_t i = 0; i < kCount; ++i) want[i] = static_cast<float>(value(prev, i));
-      expectExact(ctx, o, std::vector<int32_t>(out.begin(), out.begin() + kCount), want, "send/recv");
-    }
-    {
-      Plan plan;
-      plan.comm = ctx.comm;
-      plan.tasks.push_back(
-          simTask(ctx, CollType::AlltoAll, ncclInt32, sumOf(ncclInt32), in.data(), out.data(), kCount));
-      SimOutcome o;
-      if (!sim.runKernels(plan, &o)) return;
-      std::vector<float> want;
-      for (int p = 0; p < kRanks; ++p)
-        for (size_t i = 0; i < kCount; ++i)
-          want.push_back(static_cast<float>(value(p, static_cast<size_t>(ctx.rank) * kCount + i)));
-      expectExact(ctx, o, out, want, "all-to-all");
-    }
+    exchangeThroughKernels(ctx, sim, 5003, false);
+  });
+}
+
+// Sends from a registered buffer between threads of one process go
+// zero-copy (kernels/common/direct_slot.h): the kernel's directSend posts
+// one descriptor per message and waits until the receiver, directReceive,
+// has copied the message out of the sender's buffer in chunks.
+TEST(KernelOnCpuPointToPoint, RegisteredSendsGoZeroCopy) {
+  std::barrier ready(3);
+  runThreads(3, [&](RankCtx& ctx) {
+    SimRank sim(ctx, ready);
+    exchangeThroughKernels(ctx, sim, kDirectChunkBytes / sizeof(int32_t) + 7, true);  // two chunks, ragged
   });
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/rank_runner.h"
+#include "common/task_builder.h"
 #include "core/coll_types.h"
 #include "enqueue/task.h"
 #include "kernel_sim/sim_rank.h"
@@ -19,19 +20,8 @@ namespace chorus::test {
 
 inline Task simTask(RankCtx& ctx, CollType coll, ncclDataType_t dtype, ReduceSpec spec, const void* in, void* out,
                     size_t count, int root = 0) {
-  Task t;
-  t.type = coll;
-  t.comm = ctx.comm;
-  t.sendbuff = in;
-  t.recvbuff = out;
-  t.count = count;
-  t.dtype = dtype;
-  t.root = root;
-  t.spec = spec;
-  return t;
+  return makeTask(ctx.comm, coll, dtype, spec, in, out, count, root);
 }
-
-inline ReduceSpec sumOf(ncclDataType_t dtype) { return ReduceSpec{dtype, ReduceKind::Sum, nullptr, 1}; }
 
 // Elements as the tests write and read them.
 template <typename T>

@@ -1,7 +1,9 @@
 #include "kernel_sim/sim_rank.h"
 
+#include <chrono>
 #include <cstring>
 #include <mutex>
+#include <thread>
 
 #include "common/translate_rank_plan.h"
 #include "core/coll_types.h"
@@ -40,16 +42,17 @@ bool SimRank::runKernels(Plan& plan, SimOutcome* out) {
   }
   ready_.arrive_and_wait();
   if (!translated) return false;
+  if (lateMs > 0) std::this_thread::sleep_for(std::chrono::milliseconds(lateMs));
   {
     std::lock_guard<std::mutex> lock(ctx_.comm->opMutex);
     stampPlan(plan);
   }
   static thread_local dev::LaneParams params;  // 32 KB: not on the stack
   OpPrint prints[dev::kLaunchMaxTasks];
-  const int32_t abortFlag = 0;
+  const int32_t neverAborted = 0;
   for (const gpu::LaunchArrays& la : launches) {
     dev::LaneLaunch L = gpu::launchHeader(plan, la, prints);
-    L.abortFlag = &abortFlag;
+    L.abortFlag = abortFlag != nullptr ? abortFlag : &neverAborted;
     L.status = &out->record;
     L.timeoutNs = timeoutNs;
     L.threads = threads;

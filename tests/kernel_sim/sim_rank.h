@@ -31,7 +31,12 @@ class SimRank {
   SimRank(RankCtx& ctx, std::barrier<>& ready) : ctx_(ctx), ready_(ready) {}
 
   int threads = 32;                        // per block: few, so launches are cheap on two cores
-  uint64_t timeoutNs = 30'000'000'000ull;  // LaneLaunch::timeoutNs
+  uint64_t timeoutNs = 30'000'000'000ull;  // LaneLaunch::timeoutNs (0: no limit, the product's default)
+  // The flag the kernels poll (LaneLaunch::abortFlag): GPU mode's mapped
+  // abort word; null: one that stays 0.
+  const volatile int32_t* abortFlag = nullptr;
+  // A late rank: it sleeps this long after the ranks met, before its kernels run.
+  int lateMs = 0;
 
   // Builds `plan` (its tasks set) as GPU mode does, translates it, fills each
   // launch's header as the GPU executor does (gpu::launchHeader), packs it

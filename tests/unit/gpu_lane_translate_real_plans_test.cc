@@ -9,6 +9,7 @@
 
 #include "common/fifo_end_tally.h"
 #include "common/rank_runner.h"
+#include "common/task_builder.h"
 #include "common/translate_rank_plan.h"
 #include "core/comm.h"
 #include "gpu/lane_translate.h"
@@ -60,15 +61,7 @@ TEST_P(LaneTranslateRealPlans, EveryRankTranslatesAndFifosPairUp) {
         std::vector<float> in(count * nranks, 1.0f), out(count * nranks, 0.0f);
         Plan plan;
         plan.comm = ctx.comm;
-        Task t;
-        t.type = coll;
-        t.comm = ctx.comm;
-        t.sendbuff = in.data();
-        t.recvbuff = out.data();
-        t.count = count;
-        t.dtype = ncclFloat32;
-        t.spec = ReduceSpec{ncclFloat32, ReduceKind::Sum, nullptr, 1};
-        plan.tasks.push_back(t);
+        plan.tasks.push_back(makeTask(ctx.comm, coll, ncclFloat32, sumOf(ncclFloat32), in.data(), out.data(), count));
         FifoEndTally::Positions positions;
         std::vector<gpu::LaunchArrays> launches;
         if (!translateRankPlan(ctx, plan, &positions, &launches)) return;

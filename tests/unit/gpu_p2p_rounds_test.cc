@@ -23,6 +23,7 @@
 
 #include "common/fifo_end_tally.h"
 #include "common/rank_runner.h"
+#include "common/task_builder.h"
 #include "common/translate_rank_plan.h"
 #include "core/comm.h"
 
@@ -44,16 +45,7 @@ struct Recorded {
 };
 
 Task p2pTask(RankCtx& ctx, CollType type, int peer, void* send, void* recv, size_t count) {
-  Task t;
-  t.type = type;
-  t.comm = ctx.comm;
-  t.sendbuff = send;
-  t.recvbuff = recv;
-  t.count = count;
-  t.root = peer;
-  t.dtype = ncclFloat32;
-  t.spec = ReduceSpec{ncclFloat32, ReduceKind::Sum, nullptr, 1};
-  return t;
+  return makeTask(ctx.comm, type, ncclFloat32, sumOf(ncclFloat32), send, recv, count, peer);
 }
 
 int roundOf(int rank, const Op& op) {

@@ -90,6 +90,83 @@ TEST(StepRules, CombineCases) {
   EXPECT_EQ(combineCase(makeStep(2, 0, StepInput::Src, true, 1)), Combine::ReduceThree);
 }
 
+// Runs a combine plan on numbers: sum, PreMulSum's scalar 3, the average's
+// division by 2. The partial is kept apart from the target, as the GPU does.
+double evalPlan(const CombinePlan& plan, double r0, double r1, double in) {
+  double partial = 0, target = 0;
+  const auto at = [&](Operand o, bool pre) {
+    const double v = o == Operand::Input ? in : o == Operand::Recv0 ? r0 : o == Operand::Recv1 ? r1 : partial;
+    return pre ? 3 * v : v;
+  };
+  for (int i = 0; i < plan.stages; ++i) {
+    const CombineStage& st = plan.stage[i];
+    double v = at(st.a, st.preA) + (st.b == Operand::None ? 0 : at(st.b, st.preB));
+    if (st.post) v /= 2;
+    (st.intoPartial ? partial : target) = v;
+  }
+  return target;
+}
+
+TEST(StepRules, CombinePlanComputesEachCase) {
+  const double r0 = 1, r1 = 10, in = 100;
+  struct Case {
+    int nRecv;
+    StepInput input;
+    double want;  // with the scalar on the input and the division on the result
+  };
+  const Case cases[] = {
+      {0, StepInput::Src, 3 * in / 2},              // Transform
+      {1, StepInput::None, r0 / 2},                 // Forward
+      {1, StepInput::Src, (r0 + 3 * in) / 2},       // ReduceInput
+      {2, StepInput::None, (r0 + r1) / 2},          // ReduceTwo
+      {2, StepInput::Src, (r0 + r1 + 3 * in) / 2},  // ReduceThree
+  };
+  for (const Case& c : cases) {
+    StepDesc d = makeStep(c.nRecv, 1, c.input, true, 8);
+    d.preSrc = 1;
+    d.post = 1;
+    const CombinePlan plan = combinePlan(d);
+    EXPECT_DOUBLE_EQ(evalPlan(plan, r0, r1, in), c.want) << "nRecv " << c.nRecv;
+    d.preSrc = 0;
+    d.post = 0;
+    const double plain = c.nRecv == 0 ? in : c.nRecv == 1 ? r0 : r0 + r1;
+    EXPECT_DOUBLE_EQ(evalPlan(combinePlan(d), r0, r1, in), plain + (c.nRecv > 0 && c.input != StepInput::None ? in : 0))
+        << "nRecv " << c.nRecv;
+  }
+}
+
+// The shape the GPU's instantiations rely on: the input is never the first
+// of two operands, the scalar applies only to the input, the division only
+// to the last stage, and only a stage before the last keeps a partial.
+TEST(StepRules, CombinePlanShape) {
+  for (int nRecv = 0; nRecv <= 2; ++nRecv)
+    for (StepInput input : {StepInput::None, StepInput::Src, StepInput::Dst}) {
+      if (nRecv == 0 && input == StepInput::None) continue;
+      StepDesc d = makeStep(nRecv, 1, input, true, 8);
+      d.preSrc = 1;
+      d.post = 1;
+      const CombinePlan plan = combinePlan(d);
+      ASSERT_GE(plan.stages, 1);
+      ASSERT_LE(plan.stages, 2);
+      EXPECT_EQ(plan.stages, combineCase(d) == Combine::ReduceThree ? 2 : 1);
+      for (int i = 0; i < plan.stages; ++i) {
+        const CombineStage& st = plan.stage[i];
+        const bool last = i == plan.stages - 1;
+        EXPECT_NE(st.a, Operand::None);
+        if (st.b != Operand::None) {
+          EXPECT_NE(st.a, Operand::Input);
+        }
+        EXPECT_EQ(st.preA, st.a == Operand::Input);
+        EXPECT_EQ(st.preB, st.b == Operand::Input);
+        EXPECT_EQ(st.post, last);
+        EXPECT_EQ(st.intoPartial, !last);
+        if (i == 0) {
+          EXPECT_NE(st.a, Operand::Partial);
+        }
+      }
+    }
+}
+
 TEST(StepRules, PlainReceive) {
   EXPECT_TRUE(plainReceive(plainRecv(10)));
   EXPECT_FALSE(plainReceive(makeStep(1, 1, StepInput::None, true, 10)));   // also sends

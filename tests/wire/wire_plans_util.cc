@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "common/task_builder.h"
 #include "graph/search.h"
 #include "graph/synthetic.h"
 
@@ -21,13 +22,7 @@ std::shared_ptr<const graph::CommGraph> hostsGraph(int nranks, int hosts, bool r
 Task floatSumTask(size_t count) {
   static std::vector<float> in(size_t(1) << 20, 1.0f), out(in.size());
   EXPECT_LE(count, in.size());
-  Task t;
-  t.sendbuff = in.data();
-  t.recvbuff = out.data();
-  t.count = count;
-  t.dtype = ncclFloat32;
-  t.spec = ReduceSpec{ncclFloat32, ReduceKind::Sum, nullptr, 1};
-  return t;
+  return makeTask(nullptr, CollType::AllReduce, ncclFloat32, sumOf(ncclFloat32), in.data(), out.data(), count);
 }
 
 }  // namespace chorus::test

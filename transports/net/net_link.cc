@@ -61,7 +61,7 @@ ncclResult_t sendSlot(NetLink& link, uint64_t i, void** req) {
 
 void stepSend(NetLink& link, bool* progressed) {
   const uint64_t tail = link.ctl->tail.load(std::memory_order_acquire);
-  while (link.posted < tail && (!link.framed() || link.helloPosted)) {
+  while (fifo::slotPublished(link.posted, tail) && (!link.framed() || link.helloPosted)) {
     const uint64_t i = link.posted;
     void* req = nullptr;
     if (!netLinkCall(link, "isend", sendSlot(link, i, &req))) return;
@@ -179,7 +179,7 @@ bool recvLanded(NetLink& link, bool* progressed, size_t* bytes) {
 void stepRecv(NetLink& link, bool* progressed) {
   if (link.framed() && !link.helloDone) return;
   const uint64_t head = link.ctl->head.load(std::memory_order_acquire);
-  while (link.posted - head < link.nslots) {
+  while (fifo::slotFree(link.posted, head, link.nslots)) {
     const uint64_t i = link.posted;
     void* req = nullptr;
     if (!netLinkCall(link, "irecv", postRecv(link, i, &req))) return;

@@ -30,7 +30,7 @@ bool proxyMustLook(const NetLink& link, bool hadReceives) {
   if (link.failed || link.verdictSeen) return false;
   if (link.sender) {
     const uint64_t tail = link.ctl->tail.load(std::memory_order_acquire);
-    return link.posted < tail || link.completed < link.posted || link.helloReq != nullptr ||
+    return fifo::slotPublished(link.posted, tail) || link.completed < link.posted || link.helloReq != nullptr ||
            link.revListen != nullptr || link.verdictReq != nullptr;
   }
   return (!hadReceives && link.completed < link.posted) || link.ackReq != nullptr || !link.helloDone ||
