@@ -301,9 +301,7 @@ __device__ __forceinline__ DevStep resolveStep(const LaneParams& P, const sched:
   DevStep s;
   s.desc = sched::segmentStep(seg, table, i);
   s.task = seg.task;
-  const T* in = s.desc.input == sched::StepInput::Src   ? static_cast<const T*>(seg.src)
-                : s.desc.input == sched::StepInput::Dst ? static_cast<const T*>(seg.dst)
-                                                        : nullptr;
+  const T* in = static_cast<const T*>(step::inputBuffer(s.desc, seg.src, seg.dst));
   s.src = in ? in + s.desc.srcOff : nullptr;
   s.dst = step::hasOutput(s.desc) ? static_cast<T*>(seg.dst) + s.desc.dstOff : nullptr;
   return s;

@@ -34,6 +34,13 @@ CHORUS_HD CHORUS_INLINE bool hasOutput(const StepDesc& s) { return s.dstOff != s
 CHORUS_HD CHORUS_INLINE bool hasInput(const StepDesc& s) { return s.input != StepInput::None; }
 CHORUS_HD CHORUS_INLINE bool movesData(const StepDesc& s) { return s.nRecv + s.nSend > 0; }
 
+// The buffer a step reads its input from: the segment's src or dst (an
+// in-place step reads what an earlier step left in the output), or none.
+// Each executor adds the step's srcOff in its own units.
+CHORUS_HD CHORUS_INLINE const void* inputBuffer(const StepDesc& s, const void* segSrc, const void* segDst) {
+  return s.input == StepInput::Src ? segSrc : s.input == StepInput::Dst ? segDst : nullptr;
+}
+
 // --- piece sizing -------------------------------------------------------------
 
 // Elements per piece of a step: one connector slot's payload when the step

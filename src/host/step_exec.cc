@@ -79,9 +79,7 @@ void loadStep(const Plan& plan, Lane& lane) {
     a.recv[i] = i < d.nRecv ? plan.conns[d.recv[i]].recv : nullptr;
     a.send[i] = i < d.nSend ? plan.conns[d.send[i]].send : nullptr;
   }
-  const char* in = d.input == sched::StepInput::Src   ? static_cast<const char*>(seg.src)
-                   : d.input == sched::StepInput::Dst ? static_cast<const char*>(seg.dst)
-                                                      : nullptr;
+  const char* in = static_cast<const char*>(step::inputBuffer(d, seg.src, seg.dst));
   a.src = in ? in + d.srcOff * a.elemBytes : nullptr;
   a.dst = step::hasOutput(d) ? static_cast<char*>(seg.dst) + d.dstOff * a.elemBytes : nullptr;
   a.streamDst = (seg.flags & sched::kSegStream) != 0 && a.dst != nullptr;

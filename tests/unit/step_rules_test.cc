@@ -32,6 +32,13 @@ StepDesc makeStep(int nRecv, int nSend, StepInput input, bool output, uint64_t c
 
 StepDesc plainRecv(uint64_t count) { return makeStep(1, 0, StepInput::None, true, count); }
 
+TEST(StepRules, InputBufferIsTheSegmentsSrcOrDst) {
+  const int src = 0, dst = 0;
+  EXPECT_EQ(inputBuffer(makeStep(0, 1, StepInput::Src, false, 1), &src, &dst), &src);
+  EXPECT_EQ(inputBuffer(makeStep(1, 1, StepInput::Dst, true, 1), &src, &dst), &dst);  // in place, after an earlier step
+  EXPECT_EQ(inputBuffer(makeStep(1, 0, StepInput::None, true, 1), &src, &dst), nullptr);
+}
+
 // --- piece sizing -------------------------------------------------------------------
 
 TEST(StepRules, LocalStepIsOnePiece) {
