@@ -16,7 +16,6 @@
 namespace chorus::step {
 namespace {
 
-using sched::kNoBuffer;
 using sched::kNoConn;
 
 StepDesc makeStep(int nRecv, int nSend, StepInput input, bool output, uint64_t count) {
