@@ -86,6 +86,7 @@ void loadStep(const Plan& plan, Lane& lane) {
   a.zeroCopy = step::sendsZeroCopy(d, d.nSend == 1 && a.send[0]->end().peerReadsOurBuffers);
   a.sendFrom = step::sendSource(d, a.spec->kind, d.nSend == 1 && a.send[0]->end().sendsUserMemory);
   a.pieceElems = step::pieceElems(d, lane.pieceBytes, a.elemBytes);
+  a.combine = step::combinePlan(d);
   a.landsInOutput = lane.proto == Proto::Simple && d.nRecv == 1 && a.recv[0]->end().landings != nullptr &&
                     step::landsInOutput(d, a.spec->kind, a.sendFrom);
   lane.loaded = true;
@@ -133,9 +134,8 @@ const char* operandAt(const ActiveStep& a, step::Operand o, const char* src, con
 
 // Computes the piece into `target`, stage by stage.
 void combine(const ActiveStep& a, char* target, const char* src, size_t n) {
-  const step::CombinePlan plan = step::combinePlan(a.desc);
-  for (int i = 0; i < plan.stages; ++i) {
-    const step::CombineStage& st = plan.stage[i];
+  for (int i = 0; i < a.combine.stages; ++i) {
+    const step::CombineStage& st = a.combine.stage[i];
     const char* first = operandAt(a, st.a, src, target);
     if (st.b == step::Operand::None)
       host::transform(*a.spec, target, first, st.preA, n, st.post);

@@ -35,8 +35,6 @@ struct ConnRef {
   const FifoEnd& end() const { return recv ? recv->end() : send->end(); }
 };
 
-// The step a lane is on, resolved for the host executor: the generated
-// StepDesc with its connectors, buffers and reduction.
 // The fingerprints of one task of a plan for the current launch (the
 // sequence number changes from call to call; the cached plan does not).
 struct OpStamp {
@@ -44,8 +42,11 @@ struct OpStamp {
   OpPrint expect;  // what the peers' slots must carry (expectedFromPeer(mine))
 };
 
+// The step a lane is on, resolved for the host executor: the generated
+// StepDesc with its connectors, buffers and reduction.
 struct ActiveStep {
   sched::StepDesc desc;
+  step::CombinePlan combine;       // step_rules.h's combinePlan, decided when the step is loaded
   const OpStamp* stamp = nullptr;  // of the step's task
   RecvConnector* recv[2] = {nullptr, nullptr};
   SendConnector* send[2] = {nullptr, nullptr};

@@ -118,26 +118,22 @@ TEST(StepRules, CombinePlanComputesEachCase) {
   struct Case {
     int nRecv;
     StepInput input;
-    double want;  // with the scalar on the input and the division on the result
+    double plain;   // without PreMulSum's scalar or the division
+    double scaled;  // with the scalar on the input and the division on the result
   };
   const Case cases[] = {
-      {0, StepInput::Src, 3 * in / 2},              // Transform
-      {1, StepInput::None, r0 / 2},                 // Forward
-      {1, StepInput::Src, (r0 + 3 * in) / 2},       // ReduceInput
-      {2, StepInput::None, (r0 + r1) / 2},          // ReduceTwo
-      {2, StepInput::Src, (r0 + r1 + 3 * in) / 2},  // ReduceThree
+      {0, StepInput::Src, in, 3 * in / 2},                        // Transform
+      {1, StepInput::None, r0, r0 / 2},                           // Forward
+      {1, StepInput::Src, r0 + in, (r0 + 3 * in) / 2},            // ReduceInput
+      {2, StepInput::None, r0 + r1, (r0 + r1) / 2},               // ReduceTwo
+      {2, StepInput::Src, r0 + r1 + in, (r0 + r1 + 3 * in) / 2},  // ReduceThree
   };
   for (const Case& c : cases) {
     StepDesc d = makeStep(c.nRecv, 1, c.input, true, 8);
+    EXPECT_DOUBLE_EQ(evalPlan(combinePlan(d), r0, r1, in), c.plain) << "nRecv " << c.nRecv;
     d.preSrc = 1;
     d.post = 1;
-    const CombinePlan plan = combinePlan(d);
-    EXPECT_DOUBLE_EQ(evalPlan(plan, r0, r1, in), c.want) << "nRecv " << c.nRecv;
-    d.preSrc = 0;
-    d.post = 0;
-    const double plain = c.nRecv == 0 ? in : c.nRecv == 1 ? r0 : r0 + r1;
-    EXPECT_DOUBLE_EQ(evalPlan(combinePlan(d), r0, r1, in), plain + (c.nRecv > 0 && c.input != StepInput::None ? in : 0))
-        << "nRecv " << c.nRecv;
+    EXPECT_DOUBLE_EQ(evalPlan(combinePlan(d), r0, r1, in), c.scaled) << "nRecv " << c.nRecv;
   }
 }
 
