@@ -14,6 +14,7 @@
 //     calls: the others fail with ncclRemoteError naming it, after ~2 s.
 // The two long waits can be shortened locally with CHORUS_TEST_LATE_PEER_S and
 // CHORUS_TEST_STOP_S (seconds); CI runs the defaults (25, and 30 or 12).
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -113,20 +114,48 @@ INSTANTIATE_TEST_SUITE_P(Transports, LatePeer, ::testing::Values(false, true),
                            return std::string(info.param ? "Socket" : "Shm");
                          });
 
-// The rank forks a helper that stops it `afterMs` from now and continues it
-// `stopS` later. The helper only sleeps and signals (fork-safe).
-// Stops this process now with SIGSTOP; a helper process resumes it with
-// SIGCONT after stopS seconds. Stopping itself (rather than being stopped
-// after a delay) puts the stop between two known calls, however fast they run.
+// True once the helper has written its byte to the pipe (read end non-blocking).
+bool helperResumedMe(int fd) {
+  char byte = 0;
+  return read(fd, &byte, 1) == 1;
+}
+
+// Stops this process now with SIGSTOP; a helper process resumes it after
+// stopS seconds. Stopping itself (rather than being stopped after a delay)
+// puts the stop between two known calls, however fast they run.
+//
+// Job control may resume it too: when ctest runs in a process group that has
+// no parent outside it (a background job whose shell has exited), the kernel
+// sends SIGHUP and then SIGCONT to a group with a stopped member when a
+// process exit leaves the group orphaned. That killed this rank in a local
+// run ("killed by signal 1" about 3 s into its stop). So SIGHUP is ignored
+// during the stop, and a SIGCONT that did not come from the helper stops the
+// process again. The helper says it resumed the rank by writing to a pipe,
+// and repeats write and SIGCONT until the rank closes the pipe: a SIGCONT
+// that lands while the rank is between two stops is not lost.
 void stopMeFor(int stopS) {
+  int resumed[2];
+  if (pipe(resumed) != 0) return;  // no stop: the run-time check reports it
   const pid_t me = getpid();
-  const pid_t helper = fork();
-  if (helper == 0) {
+  if (fork() == 0) {
+    signal(SIGPIPE, SIG_IGN);
+    close(resumed[0]);
     sleep(static_cast<unsigned>(stopS));
-    kill(me, SIGCONT);
+    const char byte = 1;
+    while (write(resumed[1], &byte, 1) == 1 && kill(me, SIGCONT) == 0) usleep(50 * 1000);
     _exit(0);
   }
-  raise(SIGSTOP);
+  close(resumed[1]);
+  fcntl(resumed[0], F_SETFL, fcntl(resumed[0], F_GETFL) | O_NONBLOCK);
+  struct sigaction ignore {};
+  struct sigaction previous {};
+  ignore.sa_handler = SIG_IGN;
+  sigaction(SIGHUP, &ignore, &previous);
+  do {
+    raise(SIGSTOP);
+  } while (!helperResumedMe(resumed[0]));
+  close(resumed[0]);
+  sigaction(SIGHUP, &previous, nullptr);
 }
 
 // Shm: 30 s. Sockets: 12 s, longer than CHORUS_TCP_DEAD_PEER_MS (7 s): a
