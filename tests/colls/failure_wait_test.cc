@@ -137,7 +137,13 @@ void stopMeFor(int stopS) {
   int resumed[2];
   if (pipe(resumed) != 0) return;  // no stop: the run-time check reports it
   const pid_t me = getpid();
-  if (fork() == 0) {
+  const pid_t helper = fork();
+  if (helper < 0) {  // no helper to resume us: no stop, the run-time check reports it
+    close(resumed[0]);
+    close(resumed[1]);
+    return;
+  }
+  if (helper == 0) {
     signal(SIGPIPE, SIG_IGN);
     close(resumed[0]);
     sleep(static_cast<unsigned>(stopS));
