@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Network-transport comparison for docs/performance.md: Chorus all_reduce_perf
 # across two "nodes" (socket and UCX backends) next to iperf3's TCP throughput
-# on the same link and OpenMPI's TCP path (--mca btl tcp,self), in the same
+# on the same link (one stream; two independent pairs in opposite directions;
+# one `iperf3 --bidir` process per side) and OpenMPI's TCP path (--mca btl tcp,self), in the same
 # run, REPS times in alternation, reporting medians. Builds nothing; needs root
 # for the veth link (network namespaces, tests/multinode/netns_lib.sh).
 #
@@ -22,7 +23,7 @@
 #        is added by itself when the "nodes" together have more ranks than the machine
 #        has cores, as OpenMPI does on its own for an oversubscribed host)
 #        MIN_MPI_RATIO=0.5: before measuring, OpenMPI's 2x1 busbw at 8 MiB must reach
-#        this fraction of iperf3's bidirectional rate on each link, else the run
+#        this fraction of iperf3's both-ways rate (two pairs) on each link, else the run
 #        stops (a misconfigured OpenMPI makes every ratio against it meaningless)
 #        MPI_START_S=60: an OpenMPI launch across namespaces that has printed nothing
 #        after this many seconds is stopped and tried again (at most 3 launches)
@@ -162,6 +163,12 @@ iperf_job() {  # link out: one stream one way; then one stream each way at the s
   "${a[@]}" iperf3 -c "$addrB" -p "$p1" -t 4 -J >"$out.fwd.json" 2>/dev/null &
   "${b[@]}" iperf3 -c "$addrA" -p "$p2" -t 4 -J >"$out.rev.json" 2>/dev/null
   wait
+  # Both directions from one process per side (--bidir: one thread sends and
+  # receives, as one all-reduce rank per node does).
+  "${b[@]}" iperf3 -s -1 -p "$p1" -B "$addrB" >/dev/null 2>&1 &
+  sleep 0.5
+  "${a[@]}" iperf3 -c "$addrB" -p "$p1" -t 4 --bidir -J >"$out.bidir.json" 2>/dev/null
+  wait
 }
 
 # OpenMPI as its users run it must get near the link's TCP rate; if it does
@@ -266,6 +273,13 @@ def both_ways(prefix):  # the slower direction while both run
     a, b = iperf(prefix + ".fwd.json"), iperf(prefix + ".rev.json")
     return None if a is None or b is None else min(a, b)
 
+def one_process(prefix):  # iperf3 --bidir: both directions' bytes / 2 (its one thread splits them unevenly)
+    try:
+        e = json.load(open(prefix + ".bidir.json"))["end"]
+        return (e["sum_received"]["bits_per_second"] + e["sum_received_bidir_reverse"]["bits_per_second"]) / 16e9
+    except Exception:
+        return None
+
 def med(vals):
     vals = [v for v in vals if v is not None]
     return statistics.median(vals) if vals else None
@@ -280,9 +294,11 @@ fmt = lambda v: "-" if v is None else f"{v:.3f}" if v < 1 else f"{v:.2f}"
 for link in links:
     uni = med(iperf(p) for p in glob.glob(f"{outdir}/iperf_{link}_r*.uni.json"))
     bi = med(both_ways(p[:-len(".uni.json")]) for p in glob.glob(f"{outdir}/iperf_{link}_r*.uni.json"))
+    bi1 = med(one_process(p[:-len(".uni.json")]) for p in glob.glob(f"{outdir}/iperf_{link}_r*.uni.json"))
     label = {"lo": "loopback (127.0.0.1)", "veth": "veth pair between two namespaces" + (f", tbf {rate}" if rate else "")}[link]
     print(f"#### {label}\n\niperf3 TCP, one stream: one direction **{fmt(uni)} GB/s**; both directions at once "
-          f"**{fmt(bi)} GB/s** each way (an all-reduce sends and receives at the same time).\n")
+          f"**{fmt(bi)} GB/s** each way from two independent pairs, **{fmt(bi1)} GB/s** each way on average from one "
+          f"`iperf3 --bidir` process per side (an all-reduce sends and receives at the same time).\n")
     for layout in layouts:
         libs = [f"chorus-{b}" for b in backends] + ["openmpi"]
         names = {f"chorus-{b}": f"Chorus {b.replace('-', ' ')}" for b in backends} | {"openmpi": "OpenMPI tcp"}
@@ -298,14 +314,16 @@ for link in links:
             return data
         def table(title, data, sizes, vs_iperf, fmtv):
             print(f"{title}, {layout.replace('x', ' nodes x ')} rank(s) per node\n")
-            head = ["size"] + [names[l] for l in libs] + ([f"{names[l]} / iperf3 bidir" for l in ours] if vs_iperf else []) + \
+            head = ["size"] + [names[l] for l in libs] + \
+                   ([f"{names[l]} / iperf3 {k}" for k in ("pairs", "--bidir") for l in ours] if vs_iperf else []) + \
                    [f"{names[l]} / OpenMPI" for l in ours]
             print("| " + " | ".join(head) + " |")
             print("|" + "|".join(["---:"] * len(head)) + "|")
             for s in sizes:
                 cells = [human(s)] + [fmtv(data[l].get(s)) for l in libs]
                 if vs_iperf:
-                    cells += ["-" if data[l].get(s) is None or not bi else f"{data[l][s] / bi:.2f}" for l in ours]
+                    cells += ["-" if data[l].get(s) is None or not ref else f"{data[l][s] / ref:.2f}"
+                              for ref in (bi, bi1) for l in ours]
                 for l in ours:
                     v, m = data[l].get(s), data["openmpi"].get(s)
                     cells.append("-" if v is None or not m else f"{v / m:.2f}")
