@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Network-transport comparison for docs/performance.md: Chorus all_reduce_perf
 # across two "nodes" (socket and UCX backends) next to iperf3's TCP throughput
-# on the same link (one stream; two independent pairs in opposite directions;
-# one `iperf3 --bidir` process per side) and OpenMPI's TCP path (--mca btl tcp,self), in the same
+# on the same link (one stream; two independent pairs in opposite directions,
+# free and with each pair's ends on different CPUs; one `iperf3 --bidir`
+# process per side) and OpenMPI's TCP path (--mca btl tcp,self), in the same
 # run, REPS times in alternation, reporting medians. Builds nothing; needs root
 # for the veth link (network namespaces, tests/multinode/netns_lib.sh).
 #
@@ -169,6 +170,15 @@ iperf_job() {  # link out: one stream one way; then one stream each way at the s
   sleep 0.5
   "${a[@]}" iperf3 -c "$addrB" -p "$p1" -t 4 --bidir -J >"$out.bidir.json" 2>/dev/null
   wait
+  # The two pairs again with each pair's ends on different CPUs, as two ranks
+  # on two cores are placed: each byte then moves between the cores' caches.
+  [ "$(nproc)" -ge 2 ] || return 0
+  "${b[@]}" taskset -c 1 iperf3 -s -1 -p "$p1" -B "$addrB" >/dev/null 2>&1 &
+  "${a[@]}" taskset -c 0 iperf3 -s -1 -p "$p2" -B "$addrA" >/dev/null 2>&1 &
+  sleep 0.5
+  "${a[@]}" taskset -c 0 iperf3 -c "$addrB" -p "$p1" -t 4 -J >"$out.xfwd.json" 2>/dev/null &
+  "${b[@]}" taskset -c 1 iperf3 -c "$addrA" -p "$p2" -t 4 -J >"$out.xrev.json" 2>/dev/null
+  wait
 }
 
 # OpenMPI as its users run it must get near the link's TCP rate; if it does
@@ -269,8 +279,8 @@ def iperf(path):
     except Exception:
         return None
 
-def both_ways(prefix):  # the slower direction while both run
-    a, b = iperf(prefix + ".fwd.json"), iperf(prefix + ".rev.json")
+def both_ways(prefix, kind=""):  # the slower direction while both run ("x": pairs across CPUs)
+    a, b = iperf(prefix + f".{kind}fwd.json"), iperf(prefix + f".{kind}rev.json")
     return None if a is None or b is None else min(a, b)
 
 def one_process(prefix):  # iperf3 --bidir: both directions' bytes / 2 (its one thread splits them unevenly)
@@ -295,10 +305,12 @@ for link in links:
     uni = med(iperf(p) for p in glob.glob(f"{outdir}/iperf_{link}_r*.uni.json"))
     bi = med(both_ways(p[:-len(".uni.json")]) for p in glob.glob(f"{outdir}/iperf_{link}_r*.uni.json"))
     bi1 = med(one_process(p[:-len(".uni.json")]) for p in glob.glob(f"{outdir}/iperf_{link}_r*.uni.json"))
+    bix = med(both_ways(p[:-len(".uni.json")], "x") for p in glob.glob(f"{outdir}/iperf_{link}_r*.uni.json"))
     label = {"lo": "loopback (127.0.0.1)", "veth": "veth pair between two namespaces" + (f", tbf {rate}" if rate else "")}[link]
     print(f"#### {label}\n\niperf3 TCP, one stream: one direction **{fmt(uni)} GB/s**; both directions at once "
-          f"**{fmt(bi)} GB/s** each way from two independent pairs, **{fmt(bi1)} GB/s** each way on average from one "
-          f"`iperf3 --bidir` process per side (an all-reduce sends and receives at the same time).\n")
+          f"**{fmt(bi)} GB/s** each way from two independent pairs, **{fmt(bix)} GB/s** from the same pairs with "
+          f"each pair's ends on different CPUs, **{fmt(bi1)} GB/s** each way on average from one `iperf3 --bidir` "
+          f"process per side (an all-reduce sends and receives at the same time).\n")
     for layout in layouts:
         libs = [f"chorus-{b}" for b in backends] + ["openmpi"]
         names = {f"chorus-{b}": f"Chorus {b.replace('-', ' ')}" for b in backends} | {"openmpi": "OpenMPI tcp"}
@@ -315,7 +327,7 @@ for link in links:
         def table(title, data, sizes, vs_iperf, fmtv):
             print(f"{title}, {layout.replace('x', ' nodes x ')} rank(s) per node\n")
             head = ["size"] + [names[l] for l in libs] + \
-                   ([f"{names[l]} / iperf3 {k}" for k in ("pairs", "--bidir") for l in ours] if vs_iperf else []) + \
+                   ([f"{names[l]} / iperf3 {k}" for k in ("pairs", "cross-CPU pairs") for l in ours] if vs_iperf else []) + \
                    [f"{names[l]} / OpenMPI" for l in ours]
             print("| " + " | ".join(head) + " |")
             print("|" + "|".join(["---:"] * len(head)) + "|")
@@ -323,7 +335,7 @@ for link in links:
                 cells = [human(s)] + [fmtv(data[l].get(s)) for l in libs]
                 if vs_iperf:
                     cells += ["-" if data[l].get(s) is None or not ref else f"{data[l][s] / ref:.2f}"
-                              for ref in (bi, bi1) for l in ours]
+                              for ref in (bi, bix) for l in ours]
                 for l in ours:
                     v, m = data[l].get(s), data["openmpi"].get(s)
                     cells.append("-" if v is None or not m else f"{v / m:.2f}")
