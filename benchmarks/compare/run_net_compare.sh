@@ -147,7 +147,7 @@ mpi_started() {  # pid out
   wait "$pid"
 }
 
-iperf_job() {  # link out: one stream one way; then one stream each way at the same time
+iperf_job() {  # link out: one stream one way; then one stream each way at once (free pairs, --bidir, pairs across CPUs)
   local link=$1 out=$2 a b addrA addrB
   if [ "$link" = lo ]; then a=(); b=(); addrA=127.0.0.1; addrB=127.0.0.1
   else a=(ip netns exec "$PREFIX-n0"); b=(ip netns exec "$PREFIX-n1")
