@@ -2,8 +2,7 @@
 # Network-transport comparison for docs/performance.md: Chorus all_reduce_perf
 # across two "nodes" (socket and UCX backends) next to iperf3's TCP throughput
 # on the same link (one stream; two independent pairs in opposite directions,
-# free and with each pair's ends on different CPUs; one `iperf3 --bidir`
-# process per side) and OpenMPI's TCP path (--mca btl tcp,self), in the same
+# free and with each pair's ends on different CPUs) and OpenMPI's TCP path (--mca btl tcp,self), in the same
 # run, REPS times in alternation, reporting medians. Builds nothing; needs root
 # for the veth link (network namespaces, tests/multinode/netns_lib.sh).
 #
@@ -147,38 +146,35 @@ mpi_started() {  # pid out
   wait "$pid"
 }
 
-iperf_job() {  # link out: one stream one way; then one stream each way at once (free pairs, --bidir, pairs across CPUs)
+# One stream each way at once: two independent pairs in opposite directions.
+# With pinA/pinB ("taskset -c N"), side A's client and server run on one CPU
+# and side B's on another, so each pair's ends are on different CPUs.
+iperf_pairs() {  # out kind pinA pinB; uses iperf_job's a, b, addrA, addrB, p1, p2
+  local out=$1 kind=$2 pa pb
+  read -r -a pa <<<"$3"; read -r -a pb <<<"$4"
+  "${b[@]}" "${pb[@]}" iperf3 -s -1 -p "$p1" -B "$addrB" >/dev/null 2>&1 &
+  "${a[@]}" "${pa[@]}" iperf3 -s -1 -p "$p2" -B "$addrA" >/dev/null 2>&1 &
+  sleep 0.5
+  "${a[@]}" "${pa[@]}" iperf3 -c "$addrB" -p "$p1" -t 4 -J >"$out.${kind}fwd.json" 2>/dev/null &
+  "${b[@]}" "${pb[@]}" iperf3 -c "$addrA" -p "$p2" -t 4 -J >"$out.${kind}rev.json" 2>/dev/null
+  wait
+}
+
+iperf_job() {  # link out [pairs-only]: one stream one way; the free pairs; the pairs across CPUs
   local link=$1 out=$2 a b addrA addrB
   if [ "$link" = lo ]; then a=(); b=(); addrA=127.0.0.1; addrB=127.0.0.1
   else a=(ip netns exec "$PREFIX-n0"); b=(ip netns exec "$PREFIX-n1")
        addrA=$(netns_addr "$PREFIX" 0); addrB=$(netns_addr "$PREFIX" 1); fi
   local p1 p2; p1=$(netns_port 10000); p2=$((p1 + 1))
+  iperf_pairs "$out" "" "" ""
+  [ -z "${3:-}" ] || return 0
   "${b[@]}" iperf3 -s -1 -p "$p1" -B "$addrB" >/dev/null 2>&1 &
   sleep 0.5
   "${a[@]}" iperf3 -c "$addrB" -p "$p1" -t 4 -J >"$out.uni.json" 2>/dev/null
   wait
-  # Two independent pairs in opposite directions (iperf3 --bidir runs both in one thread).
-  "${b[@]}" iperf3 -s -1 -p "$p1" -B "$addrB" >/dev/null 2>&1 &
-  "${a[@]}" iperf3 -s -1 -p "$p2" -B "$addrA" >/dev/null 2>&1 &
-  sleep 0.5
-  "${a[@]}" iperf3 -c "$addrB" -p "$p1" -t 4 -J >"$out.fwd.json" 2>/dev/null &
-  "${b[@]}" iperf3 -c "$addrA" -p "$p2" -t 4 -J >"$out.rev.json" 2>/dev/null
-  wait
-  # Both directions from one process per side (--bidir: one thread sends and
-  # receives, as one all-reduce rank per node does).
-  "${b[@]}" iperf3 -s -1 -p "$p1" -B "$addrB" >/dev/null 2>&1 &
-  sleep 0.5
-  "${a[@]}" iperf3 -c "$addrB" -p "$p1" -t 4 --bidir -J >"$out.bidir.json" 2>/dev/null
-  wait
-  # The two pairs again with each pair's ends on different CPUs, as two ranks
-  # on two cores are placed: each byte then moves between the cores' caches.
-  [ "$(nproc)" -ge 2 ] || return 0
-  "${b[@]}" taskset -c 1 iperf3 -s -1 -p "$p1" -B "$addrB" >/dev/null 2>&1 &
-  "${a[@]}" taskset -c 0 iperf3 -s -1 -p "$p2" -B "$addrA" >/dev/null 2>&1 &
-  sleep 0.5
-  "${a[@]}" taskset -c 0 iperf3 -c "$addrB" -p "$p1" -t 4 -J >"$out.xfwd.json" 2>/dev/null &
-  "${b[@]}" taskset -c 1 iperf3 -c "$addrA" -p "$p2" -t 4 -J >"$out.xrev.json" 2>/dev/null
-  wait
+  # Two ranks on two cores send to each other from different CPUs, so every
+  # byte moves between the cores' caches; free pairs share a CPU instead.
+  [ "$(nproc)" -ge 2 ] && iperf_pairs "$out" x "taskset -c 0" "taskset -c 1"
 }
 
 # OpenMPI as its users run it must get near the link's TCP rate; if it does
@@ -186,7 +182,7 @@ iperf_job() {  # link out: one stream one way; then one stream each way at once 
 mpi_check() {  # link
   local link=$1 saved=("${SWEEP[@]}")
   echo "run_net_compare: $link: checking OpenMPI against iperf3 at 8 MiB" >&2
-  iperf_job "$link" "$OUTDIR/check_iperf_$link"
+  iperf_job "$link" "$OUTDIR/check_iperf_$link" pairs-only
   SWEEP=(-b 8M -e 8M -f 2 -n 10 -w 3)
   mpi_job "$link" 2x1 "$OUTDIR/check_openmpi_$link.txt"
   SWEEP=("${saved[@]}")
@@ -283,13 +279,6 @@ def both_ways(prefix, kind=""):  # the slower direction while both run ("x": pai
     a, b = iperf(prefix + f".{kind}fwd.json"), iperf(prefix + f".{kind}rev.json")
     return None if a is None or b is None else min(a, b)
 
-def one_process(prefix):  # iperf3 --bidir: both directions' bytes / 2 (its one thread splits them unevenly)
-    try:
-        e = json.load(open(prefix + ".bidir.json"))["end"]
-        return (e["sum_received"]["bits_per_second"] + e["sum_received_bidir_reverse"]["bits_per_second"]) / 16e9
-    except Exception:
-        return None
-
 def med(vals):
     vals = [v for v in vals if v is not None]
     return statistics.median(vals) if vals else None
@@ -304,13 +293,11 @@ fmt = lambda v: "-" if v is None else f"{v:.3f}" if v < 1 else f"{v:.2f}"
 for link in links:
     uni = med(iperf(p) for p in glob.glob(f"{outdir}/iperf_{link}_r*.uni.json"))
     bi = med(both_ways(p[:-len(".uni.json")]) for p in glob.glob(f"{outdir}/iperf_{link}_r*.uni.json"))
-    bi1 = med(one_process(p[:-len(".uni.json")]) for p in glob.glob(f"{outdir}/iperf_{link}_r*.uni.json"))
     bix = med(both_ways(p[:-len(".uni.json")], "x") for p in glob.glob(f"{outdir}/iperf_{link}_r*.uni.json"))
     label = {"lo": "loopback (127.0.0.1)", "veth": "veth pair between two namespaces" + (f", tbf {rate}" if rate else "")}[link]
     print(f"#### {label}\n\niperf3 TCP, one stream: one direction **{fmt(uni)} GB/s**; both directions at once "
           f"**{fmt(bi)} GB/s** each way from two independent pairs, **{fmt(bix)} GB/s** from the same pairs with "
-          f"each pair's ends on different CPUs, **{fmt(bi1)} GB/s** each way on average from one `iperf3 --bidir` "
-          f"process per side (an all-reduce sends and receives at the same time).\n")
+          f"each pair's ends on different CPUs (an all-reduce sends and receives at the same time).\n")
     for layout in layouts:
         libs = [f"chorus-{b}" for b in backends] + ["openmpi"]
         names = {f"chorus-{b}": f"Chorus {b.replace('-', ' ')}" for b in backends} | {"openmpi": "OpenMPI tcp"}
