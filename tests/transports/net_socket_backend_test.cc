@@ -3,8 +3,10 @@
 // tag order, a stranger with the wrong nonce, and a peer that goes away.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <deque>
 #include <thread>
 #include <vector>
 
@@ -52,7 +54,13 @@ class SocketBackend : public ::testing::Test {
     }
   }
 
+  // A buffer a request may still read or write: it lives until TearDown has
+  // closed the comms (their helper threads joined), also when an assertion
+  // ends the test with requests in flight.
+  std::vector<uint8_t>& hold(std::vector<uint8_t> bytes) { return held_.emplace_back(std::move(bytes)); }
+
   ScopedEnv env_{EnvList{{"NCCL_SOCKET_IFNAME", "lo"}, {"NCCL_NSOCKS_PERTHREAD", "2"}, {"NCCL_SOCKET_NTHREADS", "2"}}};
+  std::deque<std::vector<uint8_t>> held_;  // deque: references stay valid as it grows
   const chorusNet_v1_t* net_ = nullptr;
   char handle_[CHORUS_NET_HANDLE_BYTES] = {};
   void* listen_ = nullptr;
@@ -80,12 +88,12 @@ TEST_F(SocketBackend, MessagesOfEverySizeOverSeveralStreams) {
   void* smh = nullptr;
   void* rmh = nullptr;
   const size_t sizes[] = {0, 1, 100, 65536, 65537, (1u << 20) + 3, 8u << 20};
-  std::vector<uint8_t> rbuf((8u << 20) + 16);
+  std::vector<uint8_t>& rbuf = hold(std::vector<uint8_t>((8u << 20) + 16));
   ASSERT_EQ(net_->regMr(send_, rbuf.data(), rbuf.size(), CHORUS_NET_PTR_HOST, &smh), ncclSuccess);
   ASSERT_EQ(net_->regMr(recv_, rbuf.data(), rbuf.size(), CHORUS_NET_PTR_HOST, &rmh), ncclSuccess);
   uint8_t seed = 1;
   for (size_t n : sizes) {
-    std::vector<uint8_t> sbuf = pattern(n, seed);
+    std::vector<uint8_t>& sbuf = hold(pattern(n, seed));
     std::memset(rbuf.data(), 0xEE, rbuf.size());
     void *rreq = nullptr, *sreq = nullptr;
     ASSERT_EQ(net_->irecv(recv_, rbuf.data(), rbuf.size(), 7, rmh, &rreq), ncclSuccess);
@@ -120,38 +128,46 @@ TEST_F(SocketBackend, ManyMessagesInFlightArriveInOrderWithTheirTags) {
   connectPair();
   constexpr int kMsgs = 6;
   const size_t sizes[kMsgs] = {10, 300000, 0, 70000, 5, 2u << 20};
-  std::vector<std::vector<uint8_t>> sbufs, rbufs;
+  std::vector<uint8_t>* sbufs[kMsgs];
+  std::vector<uint8_t>* rbufs[kMsgs];
   void *sreq[kMsgs], *rreq[kMsgs];
   for (int i = 0; i < kMsgs; ++i) {
-    sbufs.push_back(pattern(sizes[i], static_cast<uint8_t>(40 + i)));
-    rbufs.emplace_back(sizes[i] + 1, 0);
-    ASSERT_EQ(net_->irecv(recv_, rbufs[i].data(), rbufs[i].size(), 100 + i, nullptr, &rreq[i]), ncclSuccess);
+    sbufs[i] = &hold(pattern(sizes[i], static_cast<uint8_t>(40 + i)));
+    rbufs[i] = &hold(std::vector<uint8_t>(sizes[i] + 1, 0));
+    ASSERT_EQ(net_->irecv(recv_, rbufs[i]->data(), rbufs[i]->size(), 100 + i, nullptr, &rreq[i]), ncclSuccess);
   }
   for (int i = 0; i < kMsgs; ++i)
-    ASSERT_EQ(net_->isend(send_, sbufs[i].data(), sizes[i], 100 + i, nullptr, &sreq[i]), ncclSuccess);
+    ASSERT_EQ(net_->isend(send_, sbufs[i]->data(), sizes[i], 100 + i, nullptr, &sreq[i]), ncclSuccess);
+  size_t sent[kMsgs] = {};
+  auto testSends = [&] {
+    for (int s = 0; s < kMsgs; ++s) {
+      int sd = 0;
+      if (sreq[s] == nullptr) continue;
+      ASSERT_EQ(net_->test(sreq[s], &sd, &sent[s]), ncclSuccess);
+      if (sd) sreq[s] = nullptr;
+    }
+  };
   // Complete the receives first, out of posting order (last first): the
   // backend must still place each message in the receive posted for it.
   for (int i = kMsgs - 1; i >= 0; --i) {
     size_t got = 0;
-    bool late = false;
     const auto deadline = Clock::now() + std::chrono::seconds(10);
     int done = 0;
     while (!done && Clock::now() < deadline) {
       ASSERT_EQ(net_->test(rreq[i], &done, &got), ncclSuccess);
-      for (int s = 0; s < kMsgs; ++s) {
-        int sd = 0;
-        size_t ss = 0;
-        if (sreq[s] != nullptr) {
-          ASSERT_EQ(net_->test(sreq[s], &sd, &ss), ncclSuccess);
-          if (sd) sreq[s] = nullptr;
-        }
-      }
+      testSends();
     }
     ASSERT_TRUE(done) << "message " << i << " never arrived";
-    (void)late;
     ASSERT_EQ(got, sizes[i]);
-    EXPECT_TRUE(sizes[i] == 0 || std::memcmp(rbufs[i].data(), sbufs[i].data(), sizes[i]) == 0) << "message " << i;
+    EXPECT_TRUE(sizes[i] == 0 || std::memcmp(rbufs[i]->data(), sbufs[i]->data(), sizes[i]) == 0) << "message " << i;
   }
+  // A send may report done after its receive did (its helper thread has yet
+  // to account the last bytes it wrote); each must report done, with its size.
+  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  auto sendsLeft = [&] { return std::count(sreq, sreq + kMsgs, nullptr) != kMsgs; };
+  while (sendsLeft() && Clock::now() < deadline) testSends();
+  ASSERT_FALSE(sendsLeft()) << "a send never finished although its message arrived";
+  for (int i = 0; i < kMsgs; ++i) EXPECT_EQ(sent[i], sizes[i]) << "send " << i;
 }
 
 // A receive that completes drains the socket; the receive behind it is not
@@ -214,7 +230,7 @@ TEST_F(SocketBackend, StreamsWithTheWrongNonceAreRefused) {
   acceptWithin(300);
   EXPECT_EQ(recv_, nullptr) << "a connection with the wrong nonce was accepted";
   // The refused sender finds out when it sends.
-  std::vector<uint8_t> big(4u << 20, 1);
+  std::vector<uint8_t>& big = hold(std::vector<uint8_t>(4u << 20, 1));
   void* req = nullptr;
   ASSERT_EQ(net_->isend(stranger, big.data(), big.size(), 0, nullptr, &req), ncclSuccess);
   size_t n = 0;
@@ -246,7 +262,7 @@ TEST_F(SocketBackend, SenderToAVanishedReceiverGetsAnError) {
   connectPair();
   ASSERT_EQ(net_->closeRecv(recv_), ncclSuccess);
   recv_ = nullptr;
-  std::vector<uint8_t> big(8u << 20, 3);
+  std::vector<uint8_t>& big = hold(std::vector<uint8_t>(8u << 20, 3));
   ncclResult_t res = ncclSuccess;
   bool late = false;
   // Kernel buffers may swallow the first message; the connection reset shows by the next ones.
