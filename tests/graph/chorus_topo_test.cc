@@ -6,10 +6,11 @@
 
 #include <cstdio>
 #include <string>
+#include "common/tree_paths.h"
 
 namespace {
 
-std::string tool() { return std::string(CHORUS_BINARY_DIR) + "/bin/chorus-topo"; }
+std::string tool() { return chorus::test::binaryPath("/bin/chorus-topo"); }
 
 // Runs the tool; returns stdout+stderr and sets *rc to the exit status.
 std::string run(const std::string& args, int* rc) {
@@ -38,7 +39,7 @@ TEST(ChorusTopo, SyntheticClusterReport) {
 TEST(ChorusTopo, MachineFileAndErrors) {
   if (access(tool().c_str(), X_OK) != 0) GTEST_SKIP() << "chorus-topo not built";
   int rc = -1;
-  const std::string file = std::string(CHORUS_SOURCE_DIR) + "/tests/topo/files/pcie_8gpu_2socket.xml";
+  const std::string file = chorus::test::sourcePath("/tests/topo/files/pcie_8gpu_2socket.xml");
   if (access(file.c_str(), R_OK) == 0) {
     const std::string out = run("--topo " + file + " --max 4K", &rc);
     EXPECT_EQ(rc, 0) << out;

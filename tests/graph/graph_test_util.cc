@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include "common/tree_paths.h"
 #include "graph/routes.h"
 
 namespace chorus::graph::test {
@@ -61,7 +62,7 @@ std::vector<topo::PathType> intraHops(const topo::CommTopology& t, const CommGra
 }
 
 std::string shippedFile(const char* name) {
-  std::string path = std::string(CHORUS_SOURCE_DIR) + "/tests/topo/files/" + name;
+  std::string path = chorus::test::sourcePath("/tests/topo/files/") + name;
   return access(path.c_str(), R_OK) == 0 ? path : "";
 }
 

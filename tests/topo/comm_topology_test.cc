@@ -9,6 +9,7 @@
 #include <string>
 
 #include "common/rank_runner.h"
+#include "common/tree_paths.h"
 #include "core/comm.h"
 #include "core/result.h"
 #include "topo/comm_build.h"
@@ -21,7 +22,7 @@ namespace {
 using chorus::test::RankCtx;
 using EnvList = std::vector<std::pair<std::string, std::string>>;
 
-std::string shipped(const char* name) { return std::string(CHORUS_SOURCE_DIR) + "/tests/topo/files/" + name; }
+std::string shipped(const char* name) { return chorus::test::sourcePath("/tests/topo/files/") + name; }
 
 Topology load(const char* name) {
   Topology t;
@@ -145,7 +146,7 @@ TEST(CommInit, TwoHostsInProcessesExchangeTopologies) {
 }
 
 TEST(CommInit, TopoFileAndDumpFile) {
-  std::string dump = std::string(CHORUS_BINARY_DIR) + "/topo_dump_" + std::to_string(getpid()) + "_%h.xml";
+  std::string dump = chorus::test::binaryPath("/topo_dump_") + std::to_string(getpid()) + "_%h.xml";
   char host[256] = {0};
   gethostname(host, sizeof(host) - 1);
   std::string written = dump.substr(0, dump.size() - 6) + host + ".xml";

@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "common/tree_paths.h"
 #include "topo/describe.h"
 #include "topo/xml_read.h"
 
@@ -11,8 +12,7 @@ namespace {
 
 TEST(Describe, NvSwitchBoxShowsTreeAndMatrix) {
   Topology t;
-  ASSERT_EQ(loadTopologyXml(std::string(CHORUS_SOURCE_DIR) + "/tests/topo/files/nvswitch_8gpu_8nic.xml", &t),
-            ncclSuccess);
+  ASSERT_EQ(loadTopologyXml(chorus::test::sourcePath("/tests/topo/files/nvswitch_8gpu_8nic.xml"), &t), ncclSuccess);
   std::string text = describeTopology(t);
   EXPECT_NE(text.find("2 CPUs, 8 GPUs, 8 NICs, 8 PCI switches"), std::string::npos) << text;
   EXPECT_NE(text.find("NIC 7 (mlx5_7)"), std::string::npos) << text;

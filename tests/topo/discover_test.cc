@@ -11,6 +11,7 @@
 #include <set>
 #include <string>
 
+#include "common/tree_paths.h"
 #include "topo/discover.h"
 #include "topo/discover_sources.h"
 #include "topo/topology_build.h"
@@ -77,7 +78,7 @@ TEST(Discover, LocalTopologyIsCached) {
 class FakeSysfs : public ::testing::Test {
  protected:
   void SetUp() override {
-    root_ = std::string(CHORUS_BINARY_DIR) + "/fake_sysfs_" + std::to_string(getpid());
+    root_ = chorus::test::binaryPath("/fake_sysfs_") + std::to_string(getpid());
     std::filesystem::remove_all(root_);
     // Two NUMA nodes.
     write("sys/devices/system/node/node0/cpulist", "0-3");

@@ -4,12 +4,13 @@
 
 #include <string>
 
+#include "common/tree_paths.h"
 #include "topo/xml_read.h"
 
 namespace chorus::topo {
 namespace {
 
-std::string shipped(const char* name) { return std::string(CHORUS_SOURCE_DIR) + "/tests/topo/files/" + name; }
+std::string shipped(const char* name) { return chorus::test::sourcePath("/tests/topo/files/") + name; }
 
 Topology load(const char* name) {
   Topology t;

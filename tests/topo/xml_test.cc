@@ -7,6 +7,7 @@
 #include <fstream>
 #include <string>
 
+#include "common/tree_paths.h"
 #include "core/result.h"
 #include "topo/xml.h"
 #include "topo/xml_read.h"
@@ -15,7 +16,7 @@
 namespace chorus::topo {
 namespace {
 
-std::string shipped(const char* name) { return std::string(CHORUS_SOURCE_DIR) + "/tests/topo/files/" + name; }
+std::string shipped(const char* name) { return chorus::test::sourcePath("/tests/topo/files/") + name; }
 
 bool near(double a, double b) { return std::fabs(a - b) <= 1e-9 * std::max(1.0, std::fabs(a)); }
 
@@ -69,7 +70,7 @@ class RoundTrip : public ::testing::TestWithParam<const char*> {};
 TEST_P(RoundTrip, LoadDumpLoadIsIdentical) {
   Topology first, second;
   ASSERT_EQ(loadTopologyXml(shipped(GetParam()), &first), ncclSuccess);
-  std::string path = std::string(CHORUS_BINARY_DIR) + "/topo_roundtrip_" + GetParam();
+  std::string path = chorus::test::binaryPath("/topo_roundtrip_") + GetParam();
   ASSERT_EQ(dumpTopologyXml(first, path), ncclSuccess);
   ASSERT_EQ(loadTopologyXml(path, &second), ncclSuccess) << topologyToXml(first);
   expectSameTopology(first, second);

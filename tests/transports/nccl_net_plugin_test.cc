@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/rank_runner.h"
+#include "common/tree_paths.h"
 #include "core/log.h"
 #include "core/result.h"
 #include "net_test_util.h"
@@ -26,7 +27,7 @@
 namespace chorus::test {
 namespace {
 
-const std::string kDir = std::string(CHORUS_BINARY_DIR) + "/tests/transports_plugin/";
+const std::string kDir = binaryPath("/tests/transports_plugin/");
 std::string plugin(const std::string& variant) { return kDir + "libnccl-net-" + variant + ".so"; }
 
 using EnvList = std::vector<std::pair<std::string, std::string>>;

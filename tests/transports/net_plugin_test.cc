@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/rank_runner.h"
+#include "common/tree_paths.h"
 #include "core/result.h"
 #include "net_test_util.h"
 #include "transports/net/net_backends.h"
@@ -16,7 +17,7 @@
 namespace chorus::test {
 namespace {
 
-const std::string kPluginDir = std::string(CHORUS_BINARY_DIR) + "/tests/transports_plugin/";
+const std::string kPluginDir = binaryPath("/tests/transports_plugin/");
 const std::string kCounting = kPluginDir + "libchorus-net-counting.so";
 
 using EnvList = std::vector<std::pair<std::string, std::string>>;

@@ -5,10 +5,11 @@
 #include <sstream>
 #include <string>
 
+#include "common/tree_paths.h"
 #include "core/params.h"
 
 TEST(ParamsDoc, EveryKnobIsDocumentedWithItsDefault) {
-  std::ifstream f(std::string(CHORUS_SOURCE_DIR) + "/docs/env.md");
+  std::ifstream f(chorus::test::sourcePath("/docs/env.md"));
   ASSERT_TRUE(f.good()) << "docs/env.md missing";
   std::stringstream ss;
   ss << f.rdbuf();
