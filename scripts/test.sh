@@ -35,9 +35,11 @@ echo "== build (RelWithDebInfo) =="
 # same code (the sm_80 conversion fallbacks included), only sm_80's machine
 # code is left to the builds that target it.
 # Line tables only (-g1, not -g): backtraces and gdb keep file:line, and a
-# test file compiles in two thirds of the time (docs/performance.md, "CI
-# duration").
-flags=("-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG")
+# test file compiles in two thirds of the time; GoogleTest's header parsed
+# once per test executable (docs/performance.md, "CI duration"; clang-tidy
+# needs a build without it, docs/testing.md).
+flags=("-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG"
+  -DCHORUS_PRECOMPILE_TEST_HEADERS=ON)
 gpu_visible=0
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then gpu_visible=1; fi
 if [ "$gpu_visible" = 1 ] || [ -n "${CUDAARCHS:-}" ]; then
@@ -54,7 +56,7 @@ echo "== build (ASan + UBSan) =="
 # -O1 -g1 compiles the instrumented code 3-4x faster than -O2 -g (45 s -> 12 s
 # for the largest test file) and still gives ASan/UBSan file:line stacks.
 "$root/scripts/build.sh" "$root/build-san" -DCHORUS_SANITIZE=address,undefined -DCHORUS_BUILD_BENCHMARKS=OFF \
-  -DCHORUS_ENABLE_CUDA=OFF "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG"
+  -DCHORUS_PRECOMPILE_TEST_HEADERS=ON -DCHORUS_ENABLE_CUDA=OFF "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG"
 echo "== tests under sanitizers =="
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   LSAN_OPTIONS=suppressions=$root/tests/lsan.supp
