@@ -195,10 +195,7 @@ __global__ void __launch_bounds__(kLaneMaxThreads) wireKernel(const __grid_const
   __syncthreads();
   const DevLane lane = P.lanes[blockIdx.x];
   const auto fn = launchFunctor<T, K>(P);
-  // Instances the compressed formats do not serve compile only the native
-  // one (the launch checks refused any other).
-  const wire::Format format =
-      wire::kCompresses<T, K> ? static_cast<wire::Format>(P.L.wireFormat) : wire::Format::Native;
+  const wire::Format format = wire::servedFormat<T, K>(static_cast<wire::Format>(P.L.wireFormat));
   Waiter w(P, &sh.failed);
   for (uint32_t g = 0; g < lane.nSegments; ++g) {
     const sched::Segment& seg = P.segments[lane.firstSegment + g];

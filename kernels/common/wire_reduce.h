@@ -33,6 +33,16 @@ template <typename T, ReduceKind K>
 inline constexpr bool kCompresses = (std::is_same_v<T, float> || std::is_same_v<T, half_t> ||
                                      std::is_same_v<T, bf16_t>)&&(K == ReduceKind::Sum || K == ReduceKind::SumPostDiv);
 
+// The format an instance for (T, K) runs: the one asked for where the pair
+// compresses, else the native one (the checks before a call refused any
+// other). Both executors pass their format through it, so the compressed
+// block code folds away, at compile time, from the instances that never run
+// it (most of their compile time).
+template <typename T, ReduceKind K>
+CHORUS_HD CHORUS_INLINE constexpr Format servedFormat(Format asked) {
+  return kCompresses<T, K> ? asked : Format::Native;
+}
+
 // Bytes per element of native payloads: the scatter phase carries the
 // compute type for PreMulSum, the gather phase always the element type.
 template <typename T>

@@ -17,14 +17,15 @@ struct WireLoopsOf {
   static constexpr bool kPreMul = K == ReduceKind::PreMulSum;
 
   static CHORUS_INLINE auto func(const WirePiece& p) { return makeFunc<T, K>(KernelArgs{p.scalar, p.divisor}); }
+  static CHORUS_INLINE wire::Format format(const WirePiece& p) { return wire::servedFormat<T, K>(p.format); }
 
   // The host runs every block of a piece in order: first 0, stride 1.
   static CHORUS_INLINE uint32_t send(const WirePiece& p, const void* src, float* residual, uint8_t* out) {
-    return uint32_t(wire::sendPiece(p.format, func(p), kPreMul, static_cast<const T*>(src), residual, p.n, out, 0, 1));
+    return uint32_t(wire::sendPiece(format(p), func(p), kPreMul, static_cast<const T*>(src), residual, p.n, out, 0, 1));
   }
 
   static CHORUS_INLINE uint32_t gather(const WirePiece& p, const uint8_t* in, void* dst) {
-    return uint32_t(wire::gatherPiece(p.format, in, p.n, static_cast<T*>(dst), 0, 1));
+    return uint32_t(wire::gatherPiece(format(p), in, p.n, static_cast<T*>(dst), 0, 1));
   }
 
   static CHORUS_INLINE uint32_t partial(const WirePiece& p, const void* src, float* residual, uint8_t* out) {
@@ -33,7 +34,7 @@ struct WireLoopsOf {
 
   static CHORUS_INLINE uint32_t combine(const WirePiece& p, const WireOwnerIo& io, wire::Combine what) {
     const bool post = K == ReduceKind::SumPostDiv && what == wire::Combine::Own;
-    const wire::OwnerPiece<T> piece{p.format,    kPreMul,
+    const wire::OwnerPiece<T> piece{format(p),   kPreMul,
                                     post,        io.nranks,
                                     io.self,     io.in,
                                     io.partial,  static_cast<const T*>(io.x),
