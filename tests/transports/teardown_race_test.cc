@@ -7,6 +7,9 @@
 //     exact sum at the root. Over the socket backend, and over UCX when built.
 //   * CommChurn: 200 communicators created (a fresh unique id each),
 //     used for a 1 MiB AllReduce and destroyed, back to back, over sockets.
+// Under AddressSanitizer (CI's second run of every test) the repetitions are
+// 10 runs and 50 communicators: the sanitizers check each teardown's memory
+// use, and the uninstrumented run before it makes the full counts.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -14,12 +17,15 @@
 #include <vector>
 
 #include "common/rank_runner.h"
+#include "common/sanitizers.h"
 #include "nccl.h"
 
 namespace chorus::test {
 namespace {
 
 constexpr size_t kCount = 1 << 18;  // 1 MiB of floats
+constexpr int kRaceRuns = kUnderAddressSanitizer ? 10 : 50;
+constexpr int kChurnComms = kUnderAddressSanitizer ? 50 : 200;
 
 std::vector<std::pair<std::string, std::string>> netEnv(const char* backend) {
   return {{"NCCL_SHM_DISABLE", "1"}, {"NCCL_NET", backend}, {"NCCL_SOCKET_IFNAME", "lo"}};
@@ -65,19 +71,19 @@ void reduceThenDestroy(const char* backend, int runs) {
   }
 }
 
-TEST(TeardownRace, ReduceThenDestroySocket50Runs) { reduceThenDestroy("Socket", 50); }
+TEST(TeardownRace, ReduceThenDestroySocketRepeated) { reduceThenDestroy("Socket", kRaceRuns); }
 
-TEST(TeardownRace, ReduceThenDestroyUcx50Runs) {
+TEST(TeardownRace, ReduceThenDestroyUcxRepeated) {
 #ifdef CHORUS_HAVE_UCX
   useHostMode();
-  reduceThenDestroy("UCX", 50);
+  reduceThenDestroy("UCX", kRaceRuns);
 #else
   GTEST_SKIP() << "the UCX backend is not built";
 #endif
 }
 
-TEST(TeardownRace, CommChurn200Socket) {
-  constexpr int kComms = 200;
+TEST(TeardownRace, CommChurnSocket) {
+  constexpr int kComms = kChurnComms;
   RunOptions opts;
   opts.timeoutMs = 280000;
   opts.env = netEnv("Socket");
