@@ -83,7 +83,6 @@ TEST(TeardownRace, ReduceThenDestroyUcxRepeated) {
 }
 
 TEST(TeardownRace, CommChurnSocket) {
-  constexpr int kComms = kChurnComms;
   RunOptions opts;
   opts.timeoutMs = 280000;
   opts.env = netEnv("Socket");
@@ -91,7 +90,7 @@ TEST(TeardownRace, CommChurnSocket) {
       4,
       [&](RankCtx& ctx) {
         std::vector<float> buf(kCount);
-        for (int c = 0; c < kComms; ++c) {
+        for (int c = 0; c < kChurnComms; ++c) {
           ncclUniqueId id{};
           if (ctx.rank == 0 && !RANK_OK(ctx, ncclGetUniqueId(&id))) return;
           if (!RANK_OK(ctx, ncclBroadcast(&id, &id, sizeof(id), ncclChar, 0, ctx.comm, nullptr))) return;
@@ -102,7 +101,7 @@ TEST(TeardownRace, CommChurnSocket) {
               RANK_OK(ctx, ncclAllReduce(buf.data(), buf.data(), kCount, ncclFloat32, ncclSum, comm, nullptr));
           const bool destroyed = RANK_OK(ctx, ncclCommDestroy(comm));
           if (!ok || !destroyed) {
-            ctx.fail("rank %d: communicator %d of %d failed", ctx.rank, c + 1, kComms);
+            ctx.fail("rank %d: communicator %d of %d failed", ctx.rank, c + 1, kChurnComms);
             return;
           }
           for (size_t i = 0; i < kCount; i += 997) {
